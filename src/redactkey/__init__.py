@@ -1,0 +1,33 @@
+"""redactkey: recorded model and tool calls that are safe to commit and stable to replay."""
+
+from __future__ import annotations
+
+from ._canonical import canonicalize
+from ._errors import (
+    CanonicalizationError,
+    ConfigError,
+    FixtureError,
+    FixtureFormatError,
+    InputError,
+    MissingFixtureError,
+    RedactkeyError,
+    SecretError,
+    StaleFixtureError,
+    UsageError,
+)
+
+__all__ = [
+    "CanonicalizationError",
+    "ConfigError",
+    "FixtureError",
+    "FixtureFormatError",
+    "InputError",
+    "MissingFixtureError",
+    "RedactkeyError",
+    "SecretError",
+    "StaleFixtureError",
+    "UsageError",
+    "canonicalize",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import redactkey
+
+
+def test_all_is_sorted_and_complete() -> None:
+    """`__all__` is sorted and every name in it exists."""
+    assert redactkey.__all__ == sorted(redactkey.__all__)
+    for name in redactkey.__all__:
+        assert hasattr(redactkey, name), name
+
+
+def test_contract_names_are_exported() -> None:
+    """The names DESIGN.md promises are importable from `redactkey`."""
+    promised = {
+        "canonicalize",
+        "CanonicalizationError",
+        "MissingFixtureError",
+        "RedactkeyError",
+        "StaleFixtureError",
+    }
+    assert promised <= set(redactkey.__all__)
+
+
+def test_errors_share_one_root() -> None:
+    """Every exported exception derives from `RedactkeyError`."""
+    for name in redactkey.__all__:
+        obj = getattr(redactkey, name)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            assert issubclass(obj, redactkey.RedactkeyError), name

@@ -1,0 +1,26 @@
+"""ruff and mypy --strict stay clean; run as part of the test suite so CI enforces them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def test_ruff_clean() -> None:
+    """`ruff check src tests` reports nothing."""
+    ruff = shutil.which("ruff") or str(ROOT / ".venv" / "bin" / "ruff")
+    result = _run(ruff, "check", "src", "tests")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_clean() -> None:
+    """`mypy --strict` on src/ reports nothing."""
+    result = _run(sys.executable, "-m", "mypy", "--strict", "src/redactkey")
+    assert result.returncode == 0, result.stdout + result.stderr
