@@ -36,7 +36,8 @@ def _check_str(text: str, pointer: str, what: str) -> None:
     except UnicodeEncodeError as exc:
         raise CanonicalizationError(
             pointer,
-            f"{what} holds a lone surrogate (U+{ord(text[exc.start]):04X}) that UTF-8 cannot encode",
+            f"{what} holds a lone surrogate (U+{ord(text[exc.start]):04X}) "
+            "that UTF-8 cannot encode",
             "decode the text with errors='replace' or fix its source",
         ) from None
 
@@ -107,7 +108,9 @@ def _to_json(value: Any, pointer: str, active: set[int]) -> JSONValue:
                     _check_str(key, child, "object key")
                     out[str(key)] = _to_json(item, child, active)
                 return out
-            return [_to_json(item, pointer_join(pointer, i), active) for i, item in enumerate(value)]
+            return [
+                _to_json(item, pointer_join(pointer, i), active) for i, item in enumerate(value)
+            ]
         finally:
             active.discard(ident)
     raise CanonicalizationError(

@@ -19,7 +19,7 @@ EXIT_USAGE = 2
 
 
 def _read_json_stdin() -> object:
-    text = click.get_text_stream("stdin").read()
+    text = sys.stdin.read()
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
