@@ -1,0 +1,215 @@
+"""`[tool.redactkey]` configuration: pyproject.toml or .redactkey.toml, validated by pydantic.
+
+    [tool.redactkey]
+    placeholder = "[REDACTED]"
+    min-secret-length = 8
+    sensitive-keys = ["x-internal-token"]      # extra credential-named fields
+    secret-env = ["ACME_PASSWORD"]             # extra environment variables holding secrets
+    max-fixture-bytes = 1048576                # the audit flags larger files
+
+    [[tool.redactkey.detectors]]               # extra regex detectors
+    name = "acme-token"
+    pattern = "acme_[A-Za-z0-9]{32}"
+
+    [tool.redactkey.keys.http]                 # key spec overrides per kind
+    ignore-headers = ["x-trace"]
+
+    [[tool.redactkey.allowlist]]               # accepted false positives
+    path = "tests/cassettes/*.yaml"
+    rule = "hex-high-entropy"
+    fingerprint = "3f0c9a6b1e2d4c5a"
+    reason = "a content hash, not a secret"
+
+`.redactkey.toml` holds the same keys at its top level. `load_config(start)`
+looks in `start` and its parents for the first of `.redactkey.toml` or a
+`pyproject.toml` with a `[tool.redactkey]` table; none found means defaults.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ._errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+__all__ = [
+    "AllowEntry",
+    "Config",
+    "DetectorSpec",
+    "find_config_file",
+    "load_config",
+    "load_config_file",
+]
+
+_PRIVATE_FILE = ".redactkey.toml"
+
+
+def _kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=_kebab, populate_by_name=True
+    )
+
+
+class DetectorSpec(_Model):
+    """An extra detector: a rule name and a regular expression (the whole match is the secret)."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    pattern: str = Field(min_length=1)
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        if compiled.match(""):
+            raise ValueError("the pattern matches the empty string; it would flag everything")
+        return value
+
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled regular expression."""
+        return re.compile(self.pattern)
+
+
+class AllowEntry(_Model):
+    """An accepted finding: a file (glob), a rule, and optionally the finding's fingerprint."""
+
+    path: str = Field(min_length=1)
+    rule: str = Field(min_length=1)
+    fingerprint: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$")
+    reason: str = ""
+
+    def matches(self, path: str, rule: str, fingerprint: str) -> bool:
+        """Whether this entry accepts a finding of `rule` in `path` with `fingerprint`."""
+        if rule != self.rule and self.rule != "*":
+            return False
+        if self.fingerprint is not None and fingerprint != self.fingerprint:
+            return False
+        posix = PurePosixPath(path.replace("\\", "/")).as_posix()
+        return fnmatch.fnmatchcase(posix, self.path) or posix.endswith("/" + self.path) or (
+            posix == self.path
+        )
+
+
+class Config(_Model):
+    """Validated `[tool.redactkey]` settings; `Config()` is the defaults."""
+
+    placeholder: str = Field(default="[REDACTED]", min_length=1)
+    min_secret_length: int = Field(default=8, ge=4, le=256)
+    sensitive_keys: tuple[str, ...] = ()
+    secret_env: tuple[str, ...] = ()
+    detectors: tuple[DetectorSpec, ...] = ()
+    keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    allowlist: tuple[AllowEntry, ...] = ()
+    max_fixture_bytes: int = Field(default=1024 * 1024, ge=1)
+    source: str | None = Field(default=None, exclude=True)
+
+    @field_validator("sensitive_keys", "secret_env")
+    @classmethod
+    def _non_empty_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not name.strip():
+                raise ValueError("names must not be empty")
+        return value
+
+    def allowed(self, path: str, rule: str, fingerprint: str) -> AllowEntry | None:
+        """The allowlist entry accepting this finding, if any."""
+        for entry in self.allowlist:
+            if entry.matches(path, rule, fingerprint):
+                return entry
+        return None
+
+
+def _describe(error: Any) -> str:
+    where = ".".join(str(part) for part in error["loc"] if part != "__root__")
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "unknown setting (check the spelling; see docs/configuration.md)"
+    return f"{where or '(table)'}: {message}"
+
+
+def _validate(table: Any, source: str, prefix: str) -> Config:
+    if not isinstance(table, dict):
+        raise ConfigError(source, f"{prefix or 'the file'} must be a table")
+    if "source" in table:
+        raise ConfigError(source, f"{prefix}source: unknown setting (see docs/configuration.md)")
+    try:
+        config = Config.model_validate({**table, "source": source})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{prefix}{_describe(err)}" if prefix else _describe(err) for err in exc.errors()
+        )
+        raise ConfigError(source, f"invalid configuration: {problems}") from None
+    return config
+
+
+def load_config_file(path: Path) -> Config:
+    """Read and validate one `pyproject.toml` (its `[tool.redactkey]`) or `.redactkey.toml`."""
+    source = str(path)
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(source, f"cannot be read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(source, f"not valid TOML: {exc}") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("redactkey", {}) if isinstance(data, dict) else {}
+        return _validate(table, source, "tool.redactkey.")
+    return _validate(data, source, "")
+
+
+def find_config_file(start: Path) -> Path | None:
+    """The configuration file governing `start`: nearest `.redactkey.toml` or pyproject table."""
+    here = start.resolve()
+    if here.is_file():
+        here = here.parent
+    for directory in (here, *here.parents):
+        private = directory / _PRIVATE_FILE
+        if private.is_file():
+            return private
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file() and _has_table(pyproject):
+            return pyproject
+    return None
+
+
+def _has_table(pyproject: Path) -> bool:
+    try:
+        with pyproject.open("rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError):
+        # a broken pyproject without our table is not ours to report; with it, it is
+        return b"[tool.redactkey" in _read_bytes(pyproject)
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "redactkey" in tool
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def load_config(start: Path | None = None, *, explicit: Path | None = None) -> Config:
+    """The configuration for a run: `explicit` if given, else the nearest file, else defaults."""
+    if explicit is not None:
+        return load_config_file(explicit)
+    found = find_config_file(start if start is not None else Path.cwd())
+    return load_config_file(found) if found is not None else Config()
