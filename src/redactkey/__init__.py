@@ -15,12 +15,18 @@ from ._errors import (
     StaleFixtureError,
     UsageError,
 )
+from ._format import Fixture
+from ._store import CassetteStore, FixtureDir, FixtureStore
 
 __all__ = [
     "CanonicalizationError",
+    "CassetteStore",
     "ConfigError",
+    "Fixture",
+    "FixtureDir",
     "FixtureError",
     "FixtureFormatError",
+    "FixtureStore",
     "InputError",
     "MissingFixtureError",
     "RedactkeyError",

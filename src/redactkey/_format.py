@@ -1,0 +1,337 @@
+"""The fixture file format: pydantic models, canonical bytes, the exported JSON Schema.
+
+A fixture file is data only. It holds the format version, the key, the kind of
+call, the redacted key material of the request, and exactly one outcome:
+
+    answer   any JSON value (a model's answer, a tool's result, an HTTP response)
+    chunks   a list of JSON values (a stream, in order)
+    error    {type, message, data?} (a failure that belongs to the callee)
+
+Files are written as `json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False)`
+plus a newline, with no timestamps, so an unchanged call re-records to the same bytes.
+The version is checked on load before anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
+from pydantic.config import JsonDict
+
+from ._canonical import pointer_join
+from ._errors import FixtureFormatError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "KEY_PATTERN",
+    "KIND_PATTERN",
+    "NAME_PATTERN",
+    "OUTCOMES",
+    "TOOL_PREFIX",
+    "Cassette",
+    "Fixture",
+    "RecordedErrorBody",
+    "cassette_json_schema",
+    "dump_document",
+    "export_schemas",
+    "fixture_json_schema",
+    "parse_cassette",
+    "parse_fixture",
+]
+
+FORMAT_VERSION = 1
+"""Version of the fixture and cassette file format; a file with another version is refused."""
+
+KEY_PATTERN = r"^[0-9a-f]{64}$"
+# A kind or tool name becomes part of a file name: letters, digits, `_`, `-` and
+# single inner dots, starting with a letter, digit or `_`, so no name can climb out
+# of the directory, hide as a dot file or start with the reserved `@`. A tool's kind
+# is "tool:<name>".
+_NAME = r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"
+NAME_PATTERN = rf"^{_NAME}$"
+KIND_PATTERN = rf"^(?:tool:)?{_NAME}$"
+TOOL_PREFIX = "tool:"
+NAME_MAX_LENGTH = 100
+OUTCOMES = ("answer", "chunks", "error")
+
+_KEY_RE = re.compile(KEY_PATTERN)
+_NAME_RE = re.compile(NAME_PATTERN)
+
+_EXACTLY_ONE_OUTCOME: JsonDict = {
+    "oneOf": [
+        {"required": ["answer"]},
+        {"required": ["chunks"]},
+        {"required": ["error"]},
+    ]
+}
+
+
+def is_valid_name(name: str) -> bool:
+    """True when `name` can be used as a kind or tool name inside a file name."""
+    return (
+        0 < len(name) <= NAME_MAX_LENGTH
+        and _NAME_RE.fullmatch(name) is not None
+    )
+
+
+def is_valid_key(key: str) -> bool:
+    """True when `key` is 64 lowercase hex characters (a SHA-256 request key)."""
+    return _KEY_RE.fullmatch(key) is not None
+
+
+class RecordedErrorBody(BaseModel):
+    """A recorded failure of the callee: its type name, a redacted message, optional data."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str = Field(min_length=1, description="Error type, e.g. 'StructuredOutputError'.")
+    message: str = Field(description="The redacted error message.")
+    data: JsonValue = Field(default=None, description="Optional JSON detail of the failure.")
+
+
+def _outcome_fields(data: Any) -> list[str]:
+    return [name for name in OUTCOMES if isinstance(data, dict) and name in data]
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str = Field(pattern=KEY_PATTERN, description="SHA-256 hex of the canonical request.")
+    kind: str = Field(
+        pattern=KIND_PATTERN,
+        max_length=NAME_MAX_LENGTH + len(TOOL_PREFIX),
+        description="Kind of call: a model kind ('text', 'chat'), 'http', or 'tool:<name>'.",
+    )
+    request: JsonValue = Field(
+        description="The redacted key material the key was computed from."
+    )
+    answer: JsonValue = Field(default=None, description="The recorded answer (any JSON).")
+    chunks: list[JsonValue] | None = Field(
+        default=None, description="A recorded stream: its chunks in order."
+    )
+    error: RecordedErrorBody | None = Field(
+        default=None, description="A recorded failure that belongs to the callee."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _exactly_one_outcome(cls, data: Any) -> Any:
+        present = _outcome_fields(data)
+        if len(present) != 1:
+            found = ", ".join(present) if present else "none"
+            raise ValueError(f"needs exactly one of answer, chunks, error (found: {found})")
+        if "chunks" in data and data["chunks"] is None:
+            raise ValueError("chunks must be a list")
+        if "error" in data and data["error"] is None:
+            raise ValueError("error must be an object")
+        return data
+
+    @property
+    def outcome(self) -> str:
+        """Which outcome the entry holds: 'answer', 'chunks' or 'error'."""
+        for name in OUTCOMES:
+            if name in self.model_fields_set:
+                return name
+        raise AssertionError("validated entries hold one outcome")  # pragma: no cover
+
+    def entry_document(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"key": self.key, "kind": self.kind, "request": self.request}
+        outcome = self.outcome
+        if outcome == "answer":
+            doc["answer"] = self.answer
+        elif outcome == "chunks":
+            doc["chunks"] = self.chunks
+        else:
+            assert self.error is not None
+            err: dict[str, Any] = {"type": self.error.type, "message": self.error.message}
+            if "data" in self.error.model_fields_set:
+                err["data"] = self.error.data
+            doc["error"] = err
+        return doc
+
+
+class Fixture(_Entry):
+    """One recorded call: version, key, kind, redacted request, and one outcome."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        title="redactkey fixture",
+        json_schema_extra=_EXACTLY_ONE_OUTCOME,
+    )
+
+    version: int = Field(
+        default=FORMAT_VERSION,
+        ge=FORMAT_VERSION,
+        le=FORMAT_VERSION,
+        description="Fixture format version.",
+    )
+
+    def document(self) -> dict[str, Any]:
+        """The file's JSON document (only the outcome that is present)."""
+        doc = self.entry_document()
+        doc["version"] = self.version
+        return doc
+
+    def dumps(self) -> bytes:
+        """The canonical bytes of the file."""
+        return dump_document(self.document())
+
+
+class CassetteEntry(_Entry):
+    """One call inside a cassette file (a fixture without its own version)."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, title="cassette entry",
+        json_schema_extra=_EXACTLY_ONE_OUTCOME,
+    )
+
+    @classmethod
+    def from_fixture(cls, fixture: Fixture) -> CassetteEntry:
+        return cls.model_validate(fixture.entry_document())
+
+    def to_fixture(self) -> Fixture:
+        return Fixture.model_validate({**self.entry_document(), "version": FORMAT_VERSION})
+
+
+class Cassette(BaseModel):
+    """A single-file store: the format version and entries sorted by key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="redactkey cassette")
+
+    version: int = Field(
+        default=FORMAT_VERSION, ge=FORMAT_VERSION, le=FORMAT_VERSION,
+        description="Cassette format version.",
+    )
+    entries: list[CassetteEntry] = Field(default_factory=list)
+
+    def document(self) -> dict[str, Any]:
+        entries = sorted(self.entries, key=lambda e: (e.key, e.kind))
+        return {"version": self.version, "entries": [e.entry_document() for e in entries]}
+
+    def dumps(self) -> bytes:
+        return dump_document(self.document())
+
+
+def dump_document(doc: Any) -> bytes:
+    """Canonical file bytes: sorted keys, 2-space indent, UTF-8, trailing newline."""
+    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def _load_json(path: str, data: bytes) -> Any:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FixtureFormatError(path, f"not UTF-8 (byte {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        problem = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise FixtureFormatError(path, problem) from None
+    except RecursionError:
+        raise FixtureFormatError(path, "JSON nested too deeply") from None
+
+
+def _check_version(path: str, doc: Any, what: str) -> None:
+    if not isinstance(doc, dict):
+        raise FixtureFormatError(path, f"a {what} file must hold a JSON object")
+    if "version" not in doc:
+        raise FixtureFormatError(path, f"no format version (this {what} was not written by "
+                                 "redactkey)", pointer="/version")
+    version = doc["version"]
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise FixtureFormatError(
+            path,
+            f"format version {version!r} is not supported (this redactkey reads version "
+            f"{FORMAT_VERSION})",
+            pointer="/version",
+        )
+
+
+def _validation_error(path: str, exc: ValidationError, prefix: str = "") -> FixtureFormatError:
+    first = exc.errors(include_url=False, include_input=False)[0]
+    pointer = prefix
+    for token in first["loc"]:
+        # pydantic adds the model-validator's name and union members to `loc`; keep
+        # only the real path into the document.
+        if isinstance(token, str) and "[" in token:
+            continue
+        pointer = pointer_join(pointer, token)
+    message = first["msg"].removeprefix("Value error, ")
+    return FixtureFormatError(path, f"schema-invalid: {message}", pointer=pointer)
+
+
+def parse_fixture(path: str, data: bytes) -> Fixture:
+    """Parse and validate a fixture file's bytes; errors name `path` and the JSON pointer."""
+    doc = _load_json(path, data)
+    _check_version(path, doc, "fixture")
+    try:
+        return Fixture.model_validate(doc)
+    except ValidationError as exc:
+        raise _validation_error(path, exc) from None
+
+
+def parse_cassette(path: str, data: bytes) -> Cassette:
+    """Parse and validate a cassette file's bytes; errors name `path` and the JSON pointer."""
+    doc = _load_json(path, data)
+    _check_version(path, doc, "cassette")
+    try:
+        return Cassette.model_validate(doc)
+    except ValidationError as exc:
+        raise _validation_error(path, exc) from None
+
+
+def _tidy_entry_schema(entry: dict[str, Any]) -> None:
+    # On disk an outcome is present with its real type or absent; never null.
+    props = entry["properties"]
+    props["chunks"] = {
+        "type": "array", "items": {"$ref": "#/$defs/JsonValue"},
+        "description": props["chunks"]["description"], "title": "Chunks",
+    }
+    props["error"] = {
+        "$ref": "#/$defs/RecordedErrorBody", "description": props["error"]["description"],
+    }
+    props["answer"].pop("default", None)
+    if "version" in props:
+        props["version"].pop("default", None)
+        entry["required"] = sorted({*entry["required"], "version"})
+
+
+def fixture_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a fixture file (published as docs/schema/fixture.schema.json)."""
+    schema = Fixture.model_json_schema()
+    _tidy_entry_schema(schema)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://redactkey.dev/schema/fixture.schema.json"
+    return schema
+
+
+def cassette_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a cassette file (published as docs/schema/cassette.schema.json)."""
+    schema = Cassette.model_json_schema()
+    _tidy_entry_schema(schema["$defs"]["CassetteEntry"])
+    schema["properties"]["version"].pop("default", None)
+    schema["required"] = ["entries", "version"]
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://redactkey.dev/schema/cassette.schema.json"
+    return schema
+
+
+def export_schemas(directory: str | os.PathLike[str]) -> list[Path]:
+    """Write fixture.schema.json and cassette.schema.json into `directory` (canonical bytes)."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, schema in (("fixture.schema.json", fixture_json_schema()),
+                         ("cassette.schema.json", cassette_json_schema())):
+        path = out / name
+        path.write_bytes(dump_document(schema))
+        written.append(path)
+    return written
+

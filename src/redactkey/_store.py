@@ -1,0 +1,319 @@
+"""Fixture stores: a directory of one file per call, and a single-file cassette.
+
+File names in a `FixtureDir` (the kind decides the family):
+
+    @model.<kind>.<key>.json   model calls (kind "text", "chat", "structured", ...)
+    <tool>.<key>.json          tool calls (kind "tool:<tool>")
+    http.<key>.json            HTTP calls recorded by the transport (kind "http")
+
+`@` cannot start a tool name, and the tool name "http" is reserved, so every file
+name maps back to exactly one kind. Writes go to a temporary file in the same
+directory, are fsync'd, then `os.replace`d over the target: a reader or a crash
+sees the old file or the new one, never a part. A file that is corrupt or
+schema-invalid raises `FixtureFormatError` naming it, and is never overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from filelock import FileLock
+
+from ._errors import FixtureFormatError, UsageError
+from ._format import (
+    KEY_PATTERN,
+    TOOL_PREFIX,
+    Cassette,
+    CassetteEntry,
+    Fixture,
+    is_valid_key,
+    is_valid_name,
+    parse_cassette,
+    parse_fixture,
+)
+
+__all__ = [
+    "HTTP_KIND",
+    "CassetteStore",
+    "FixtureDir",
+    "FixtureStore",
+    "atomic_write",
+    "kind_for_file_name",
+]
+
+HTTP_KIND = "http"
+MODEL_PREFIX = "@model."
+_KEY = KEY_PATTERN.strip("^$")
+_NAME = r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"
+_MODEL_FILE = re.compile(rf"@model\.(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")
+_TOOL_FILE = re.compile(rf"(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")
+
+
+@runtime_checkable
+class FixtureStore(Protocol):
+    """What the record and replay layers need from a store."""
+
+    @property
+    def location(self) -> str:
+        """Where the store lives, for messages."""
+
+    def get(self, kind: str, key: str) -> Fixture | None:
+        """The recorded call, or None when there is none."""
+
+    def put(self, fixture: Fixture) -> Path:
+        """Write (or replace) one recorded call atomically; return the file written."""
+
+    def path_for(self, kind: str, key: str) -> Path:
+        """The file that holds (or would hold) the call."""
+
+    def iter_fixtures(self, kind: str | None = None) -> Iterator[Fixture]:
+        """Every recorded call, optionally of one kind, in file-name order."""
+
+
+def _check_key(key: str) -> None:
+    if not isinstance(key, str) or not is_valid_key(key):
+        raise UsageError(f"fixture key {key!r} is not 64 lowercase hex characters; "
+                         "compute it with redactkey.request_key")
+
+
+def _file_stem(kind: str) -> str:
+    """The file-name prefix for a kind; refuses any kind that could escape the directory."""
+    if not isinstance(kind, str):
+        raise UsageError(f"fixture kind must be a string, not {type(kind).__name__}")
+    if kind == HTTP_KIND:
+        return HTTP_KIND
+    if kind.startswith(TOOL_PREFIX):
+        name = kind[len(TOOL_PREFIX):]
+        if name == HTTP_KIND:
+            raise UsageError("tool name 'http' is reserved for HTTP fixtures; "
+                             "give the tool another name")
+        if not is_valid_name(name):
+            raise UsageError(
+                f"tool name {name!r} cannot be used in a file name; use letters, digits, "
+                "'_', '-' and single inner dots (at most 100 characters)"
+            )
+        return name
+    if not is_valid_name(kind):
+        raise UsageError(
+            f"fixture kind {kind!r} cannot be used in a file name; use letters, digits, "
+            "'_', '-' and single inner dots (at most 100 characters)"
+        )
+    return MODEL_PREFIX + kind
+
+
+def kind_for_file_name(name: str) -> tuple[str, str] | None:
+    """(kind, key) for a fixture file name, or None when the name is not a fixture's."""
+    match = _MODEL_FILE.fullmatch(name)
+    if match:
+        return match["name"], match["key"]
+    match = _TOOL_FILE.fullmatch(name)
+    if match:
+        tool = match["name"]
+        kind = HTTP_KIND if tool == HTTP_KIND else TOOL_PREFIX + tool
+        return kind, match["key"]
+    return None
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise FixtureFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _fsync_dir(directory: Path) -> None:
+    if os.name != "posix":  # pragma: no cover - directories cannot be opened elsewhere
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so readers and crashes see the old or the new file, never a part.
+
+    The temporary file sits in the same directory (so the rename is atomic), starts
+    with a dot (so stores never list it) and is created with the umask's permissions.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        for attempt in range(10):
+            try:
+                os.replace(tmp, path)
+                break
+            except PermissionError:  # pragma: no cover - Windows: target open by a reader
+                if attempt == 9:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+class FixtureDir:
+    """The directory store: one canonical JSON file per call, O(1) lookup by file name."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"FixtureDir({str(self.path)!r})"
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    def path_for(self, kind: str, key: str) -> Path:
+        """The file for (kind, key); refuses kinds and keys that could leave the directory."""
+        stem = _file_stem(kind)
+        _check_key(key)
+        return self.path / f"{stem}.{key}.json"
+
+    def get(self, kind: str, key: str) -> Fixture | None:
+        """The recorded call, None when no file exists; a bad file raises FixtureFormatError."""
+        path = self.path_for(kind, key)
+        data = _read_bytes(path)
+        if data is None:
+            return None
+        fixture = parse_fixture(str(path), data)
+        if fixture.kind != kind or fixture.key != key:
+            raise FixtureFormatError(
+                str(path),
+                f"the file name says kind {kind!r} key {key} but the file holds kind "
+                f"{fixture.kind!r} key {fixture.key}",
+            )
+        return fixture
+
+    def put(self, fixture: Fixture) -> Path:
+        """Write the call atomically; identical bytes are left untouched.
+
+        An existing file that is corrupt or schema-invalid is not replaced: the
+        FixtureFormatError names it so a person can look before deleting it.
+        """
+        path = self.path_for(fixture.kind, fixture.key)
+        data = fixture.dumps()
+        old = _read_bytes(path)
+        if old == data:
+            return path
+        if old is not None:
+            parse_fixture(str(path), old)
+        self.path.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data)
+        return path
+
+    def files(self, kind: str | None = None) -> list[Path]:
+        """Fixture files in the directory (optionally of one kind), sorted by name."""
+        try:
+            names = sorted(os.listdir(self.path))
+        except FileNotFoundError:
+            return []
+        out = []
+        for name in names:
+            parsed = kind_for_file_name(name)
+            if parsed is not None and (kind is None or parsed[0] == kind):
+                out.append(self.path / name)
+        return out
+
+    def iter_fixtures(self, kind: str | None = None) -> Iterator[Fixture]:
+        """Every recorded call (optionally of one kind); a bad file raises FixtureFormatError."""
+        if kind is not None:
+            _file_stem(kind)
+        for path in self.files(kind):
+            data = _read_bytes(path)
+            if data is not None:
+                yield parse_fixture(str(path), data)
+
+
+class CassetteStore:
+    """The single-file store: `{version, entries}` sorted by key, locked across processes."""
+
+    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 60.0) -> None:
+        self.path = Path(path)
+        self.lock_path = self.path.with_name(f".{self.path.name}.lock")
+        self.lock_timeout = lock_timeout
+        self._signature: tuple[int, int, int] | None = None
+        self._entries: dict[tuple[str, str], CassetteEntry] = {}
+
+    def __repr__(self) -> str:
+        return f"CassetteStore({str(self.path)!r})"
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    def path_for(self, kind: str, key: str) -> Path:
+        _file_stem(kind)
+        _check_key(key)
+        return self.path
+
+    def _parse(self, data: bytes) -> dict[tuple[str, str], CassetteEntry]:
+        cassette = parse_cassette(str(self.path), data)
+        entries: dict[tuple[str, str], CassetteEntry] = {}
+        for index, entry in enumerate(cassette.entries):
+            if (entry.kind, entry.key) in entries:
+                raise FixtureFormatError(
+                    str(self.path), f"entry {entry.kind!r} {entry.key} appears twice",
+                    pointer=f"/entries/{index}",
+                )
+            entries[(entry.kind, entry.key)] = entry
+        return entries
+
+    def _load(self) -> dict[tuple[str, str], CassetteEntry]:
+        # Re-read only when the file changed, so a lookup costs one stat.
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._signature, self._entries = None, {}
+            return self._entries
+        signature = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if signature != self._signature:
+            data = _read_bytes(self.path)
+            self._entries = self._parse(data) if data is not None else {}
+            self._signature = signature
+        return self._entries
+
+    def get(self, kind: str, key: str) -> Fixture | None:
+        """The recorded call, or None; a bad cassette raises FixtureFormatError."""
+        self.path_for(kind, key)
+        entry = self._load().get((kind, key))
+        return entry.to_fixture() if entry is not None else None
+
+    def put(self, fixture: Fixture) -> Path:
+        """Add or replace one entry: read, modify and write under a cross-process lock."""
+        self.path_for(fixture.kind, fixture.key)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.lock_path), timeout=self.lock_timeout):
+            old = _read_bytes(self.path)
+            entries = self._parse(old) if old is not None else {}
+            entries[(fixture.kind, fixture.key)] = CassetteEntry.from_fixture(fixture)
+            data = Cassette(entries=list(entries.values())).dumps()
+            if data != old:
+                atomic_write(self.path, data)
+        self._signature = None
+        return self.path
+
+    def iter_fixtures(self, kind: str | None = None) -> Iterator[Fixture]:
+        """Every recorded call (optionally of one kind), in key order."""
+        entries = sorted(self._load().values(), key=lambda e: (e.key, e.kind))
+        for entry in entries:
+            if kind is None or entry.kind == kind:
+                yield entry.to_fixture()

@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from conftest import ROOT
+from redactkey import Fixture, FixtureFormatError
+from redactkey._format import (
+    FORMAT_VERSION,
+    Cassette,
+    CassetteEntry,
+    cassette_json_schema,
+    dump_document,
+    fixture_json_schema,
+    parse_cassette,
+    parse_fixture,
+)
+
+KEY = "0123456789abcdef" * 4
+SCHEMA_DIR = ROOT / "docs" / "schema"
+
+
+def _doc(**outcome: Any) -> dict[str, Any]:
+    return {"version": FORMAT_VERSION, "key": KEY, "kind": "text",
+            "request": {"prompt": "hi"}, **outcome}
+
+
+class TestFixture:
+    """The fixture model and its canonical bytes."""
+
+    @pytest.mark.parametrize(
+        ("outcome", "value"),
+        [("answer", {"text": "héllo"}), ("answer", None), ("answer", [1, 2.5, True]),
+         ("chunks", [{"delta": "a"}, {"delta": "b"}]), ("chunks", []),
+         ("error", {"type": "StructuredOutputError", "message": "m", "data": {"x": 1}}),
+         ("error", {"type": "E", "message": "m"})],
+    )
+    def test_round_trip(self, outcome: str, value: Any) -> None:
+        """Each outcome parses and dumps back to the same document."""
+        doc = _doc(**{outcome: value})
+        fixture = parse_fixture("f.json", dump_document(doc))
+        assert fixture.outcome == outcome
+        assert fixture.document() == doc
+
+    def test_canonical_bytes(self) -> None:
+        """Bytes are sorted, 2-space indented, UTF-8 (not escaped) with a trailing newline."""
+        fixture = Fixture(key=KEY, kind="text", request={"b": 1, "a": "é"}, answer="ü")
+        expected = json.dumps(fixture.document(), indent=2, sort_keys=True,
+                              ensure_ascii=False) + "\n"
+        assert fixture.dumps() == expected.encode("utf-8")
+        assert "é".encode() in fixture.dumps()
+
+    def test_null_answer_is_an_answer(self) -> None:
+        """An explicit `answer: null` is kept and differs from no outcome at all."""
+        assert Fixture(key=KEY, kind="t", request={}, answer=None).document()["answer"] is None
+
+    @pytest.mark.parametrize(
+        ("doc", "needle", "pointer"),
+        [
+            (_doc(), "exactly one of answer, chunks, error (found: none)", ""),
+            (_doc(answer=1, chunks=[]), "found: answer, chunks", ""),
+            (_doc(answer=1, error={"type": "E", "message": ""}), "found: answer, error", ""),
+            (_doc(chunks=None), "chunks must be a list", ""),
+            ({**_doc(answer=1), "kind": "../etc"}, "should match pattern", "/kind"),
+            ({**_doc(answer=1), "key": "ABC"}, "should match pattern", "/key"),
+            ({**_doc(answer=1), "when": "2024"}, "Extra inputs", "/when"),
+            (_doc(error={"type": "", "message": "m"}), "at least 1 character", "/error/type"),
+            ({**_doc(answer=1), "version": 2}, "format version 2 is not supported", "/version"),
+            ({**_doc(answer=1), "version": "1"}, "format version '1' is not supported",
+             "/version"),
+            ({k: v for k, v in _doc(answer=1).items() if k != "version"}, "no format version",
+             "/version"),
+        ],
+    )
+    def test_invalid_documents_name_file_and_pointer(
+        self, doc: dict[str, Any], needle: str, pointer: str
+    ) -> None:
+        """A schema-invalid document raises FixtureFormatError naming the file and pointer."""
+        with pytest.raises(FixtureFormatError) as info:
+            parse_fixture("dir/bad.json", json.dumps(doc).encode())
+        assert needle in str(info.value)
+        assert info.value.path == "dir/bad.json"
+        assert info.value.pointer == pointer
+        assert str(info.value).startswith("dir/bad.json")
+
+    @pytest.mark.parametrize(
+        ("data", "needle"),
+        [(b"{", "not valid JSON"), (b"\xff\xfe", "not UTF-8"), (b"[]", "JSON object"),
+         (b"", "not valid JSON"), (b"[" * 100000, "not valid JSON")],
+    )
+    def test_corrupt_bytes(self, data: bytes, needle: str) -> None:
+        """Truncated, non-UTF-8 or non-object files are named errors."""
+        with pytest.raises(FixtureFormatError, match=r"bad\.json") as info:
+            parse_fixture("bad.json", data)
+        assert needle in str(info.value) or "nested too deeply" in str(info.value)
+
+
+class TestCassette:
+    """The cassette document."""
+
+    def test_entries_sorted_by_key(self) -> None:
+        """Entries are written sorted by key whatever order they were added in."""
+        keys = ["f" * 64, "0" * 64, "a" * 64]
+        entries = [CassetteEntry(key=k, kind="text", request={}, answer=k[:1]) for k in keys]
+        doc = json.loads(Cassette(entries=entries).dumps())
+        assert [e["key"] for e in doc["entries"]] == sorted(keys)
+        assert doc["version"] == FORMAT_VERSION
+
+    def test_entry_is_a_fixture_without_version(self) -> None:
+        """An entry converts to and from a Fixture without loss."""
+        fixture = Fixture(key=KEY, kind="tool:search", request={"q": 1}, chunks=[1, 2])
+        assert CassetteEntry.from_fixture(fixture).to_fixture() == fixture
+
+    def test_bad_cassette_names_entry(self) -> None:
+        """An invalid entry is named by its pointer."""
+        doc = {"version": 1, "entries": [{"key": KEY, "kind": "t", "request": {}}]}
+        with pytest.raises(FixtureFormatError) as info:
+            parse_cassette("c.json", json.dumps(doc).encode())
+        assert info.value.pointer == "/entries/0"
+
+
+class TestSchema:
+    """The exported JSON Schema."""
+
+    @pytest.mark.parametrize(
+        ("name", "build"),
+        [("fixture.schema.json", fixture_json_schema),
+         ("cassette.schema.json", cassette_json_schema)],
+    )
+    def test_exported_schema_is_current(self, name: str, build: Any) -> None:
+        """docs/schema holds exactly the schema the models produce."""
+        on_disk = (SCHEMA_DIR / name).read_bytes()
+        assert on_disk == dump_document(build()), (
+            "regenerate: python -c \"from redactkey._format import export_schemas; "
+            "export_schemas('docs/schema')\""
+        )
+
+    @pytest.mark.parametrize(
+        "doc",
+        [_doc(answer={"a": 1}), _doc(answer=None), _doc(chunks=[1]),
+         _doc(error={"type": "E", "message": "m"})],
+    )
+    def test_schema_accepts_valid(self, doc: dict[str, Any]) -> None:
+        """jsonschema accepts every document the models accept."""
+        jsonschema.Draft202012Validator(fixture_json_schema()).validate(doc)
+        parse_fixture("f", json.dumps(doc).encode())
+
+    @pytest.mark.parametrize(
+        "doc",
+        [_doc(), _doc(answer=1, chunks=[1]), _doc(chunks=None), _doc(error=None),
+         {**_doc(answer=1), "version": 2}, {**_doc(answer=1), "kind": "a/b"},
+         {k: v for k, v in _doc(answer=1).items() if k != "version"}],
+    )
+    def test_schema_rejects_invalid(self, doc: dict[str, Any]) -> None:
+        """jsonschema and the models reject the same invalid documents."""
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.Draft202012Validator(fixture_json_schema()).validate(doc)
+        with pytest.raises(FixtureFormatError):
+            parse_fixture("f", json.dumps(doc).encode())
