@@ -16,24 +16,31 @@ from ._errors import (
     UsageError,
 )
 from ._format import Fixture
+from ._keys import DropKeys, KeySpec, ReplaceVolatile, find_volatile, key_material, request_key
 from ._store import CassetteStore, FixtureDir, FixtureStore
 
 __all__ = [
     "CanonicalizationError",
     "CassetteStore",
     "ConfigError",
+    "DropKeys",
     "Fixture",
     "FixtureDir",
     "FixtureError",
     "FixtureFormatError",
     "FixtureStore",
     "InputError",
+    "KeySpec",
     "MissingFixtureError",
     "RedactkeyError",
+    "ReplaceVolatile",
     "SecretError",
     "StaleFixtureError",
     "UsageError",
     "canonicalize",
+    "find_volatile",
+    "key_material",
+    "request_key",
 ]
 
 __version__ = "0.1.0"

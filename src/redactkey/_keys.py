@@ -1,0 +1,537 @@
+"""Request keys: the versioned key material of a call and its SHA-256.
+
+A call is `(kind, request)`. Its key material is a small document::
+
+    {"scheme": KEY_SCHEME_VERSION, "kind": kind, "request": <projection>}
+
+where the projection keeps only the request fields that decide the answer (a
+`KeySpec`), after the request was redacted and before `normalizers` rewrite
+volatile values. The key is the SHA-256 (64 lowercase hex characters) of the
+RFC 8785 bytes of that document, so it is the same on every machine, Python
+version, hash seed and dict order. Keys change only when KEY_SCHEME_VERSION does.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import fnmatch
+import hashlib
+import re
+import urllib.parse
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from ._canonical import JSONValue, canonicalize, pointer_join, to_json
+from ._errors import CanonicalizationError, UsageError
+
+__all__ = [
+    "HTTP_DROPPED_QUERY",
+    "KEY_SCHEME_VERSION",
+    "MODEL_FIELDS",
+    "MODEL_NEVER",
+    "DropKeys",
+    "KeySpec",
+    "Normalizer",
+    "Redacts",
+    "ReplaceVolatile",
+    "VolatileValue",
+    "default_spec",
+    "find_volatile",
+    "key_from_material",
+    "key_material",
+    "request_key",
+]
+
+KEY_SCHEME_VERSION = 1
+"""Bumped whenever the key of an unchanged request would change."""
+
+Normalizer = Callable[[JSONValue], JSONValue]
+"""Rewrites the projected request (plain JSON data) before keying; must be pure."""
+
+
+class Redacts(Protocol):
+    """What the key layer needs of a redactor: a pure `redact(value)` of the same type."""
+
+    def redact(self, value: Any) -> Any: ...
+
+
+# Model calls: the fields that decide the answer (OpenAI chat/responses, Anthropic
+# messages, Gemini and plain `prompt=` callables use these names).
+MODEL_FIELDS: frozenset[str] = frozenset({
+    "audio",
+    "contents",
+    "frequency_penalty",
+    "generation_config",
+    "input",
+    "instructions",
+    "logit_bias",
+    "logprobs",
+    "max_completion_tokens",
+    "max_output_tokens",
+    "max_tokens",
+    "messages",
+    "modalities",
+    "model",
+    "n",
+    "output_schema",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "prompt",
+    "reasoning",
+    "reasoning_effort",
+    "response_format",
+    "response_schema",
+    "schema",
+    "seed",
+    "stop",
+    "stop_sequences",
+    "stream",
+    "system",
+    "system_instruction",
+    "temperature",
+    "text",
+    "thinking",
+    "tool_choice",
+    "tool_config",
+    "tools",
+    "top_k",
+    "top_logprobs",
+    "top_p",
+})
+
+# Documented "never" list: fields that must not reach a model key even when a user
+# widens the spec to every field (`KeySpec.model().widen_all()` keeps them out).
+MODEL_NEVER: frozenset[str] = frozenset({
+    "api_key",
+    "cancellation",
+    "cancellation_token",
+    "extra_headers",
+    "extra_query",
+    "headers",
+    "idempotency_key",
+    "max_retries",
+    "metadata",
+    "request_id",
+    "service_tier",
+    "signal",
+    "store",
+    "stream_options",
+    "timeout",
+    "user",
+})
+
+# Query parameters that never count for kind "http": credentials by name and values
+# that change on every call. Case-insensitive shell patterns.
+HTTP_CREDENTIAL_QUERY: tuple[str, ...] = (
+    "access_token",
+    "api-key",
+    "api_key",
+    "apikey",
+    "auth",
+    "client_secret",
+    "code",
+    "id_token",
+    "key",
+    "password",
+    "refresh_token",
+    "secret",
+    "sig",
+    "signature",
+    "token",
+    "x-amz-*",
+    "x-goog-*",
+)
+HTTP_VOLATILE_QUERY: tuple[str, ...] = (
+    "_",
+    "cache_buster",
+    "cachebuster",
+    "cb",
+    "expires",
+    "nonce",
+    "request_id",
+    "requestid",
+    "timestamp",
+    "ts",
+)
+HTTP_DROPPED_QUERY: tuple[str, ...] = HTTP_CREDENTIAL_QUERY + HTTP_VOLATILE_QUERY
+
+HTTP_FIELDS: frozenset[str] = frozenset({"body", "headers", "method", "query", "url"})
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """Which request fields count toward a key; immutable, widen or narrow to a copy.
+
+    `fields` are the top-level fields that count (`None`: every field except `ignore`).
+    For kind "http" the fields are those of the projection: "method", "url" (scheme,
+    host, port, path), "query" and "body"; `headers` names the (lower-case) request
+    headers that count, none by default; `drop_query` are query parameter patterns
+    that never count. `normalizers` rewrite the projection before keying.
+    """
+
+    fields: frozenset[str] | None
+    ignore: frozenset[str] = frozenset()
+    shape: Literal["model", "http"] = "model"
+    headers: frozenset[str] = frozenset()
+    drop_query: tuple[str, ...] = ()
+    normalizers: tuple[Normalizer, ...] = ()
+
+    @classmethod
+    def model(cls) -> KeySpec:
+        """The default spec of model calls (kinds "text", "structured", "chat", ...)."""
+        return cls(fields=MODEL_FIELDS, ignore=MODEL_NEVER)
+
+    @classmethod
+    def http(cls) -> KeySpec:
+        """The default spec of HTTP calls (kind "http")."""
+        return cls(fields=HTTP_FIELDS, shape="http", drop_query=HTTP_DROPPED_QUERY)
+
+    @classmethod
+    def whole(cls) -> KeySpec:
+        """Every field of the request counts (tool calls keyed on all their arguments)."""
+        return cls(fields=None)
+
+    def widen(self, *names: str) -> KeySpec:
+        """Return a copy in which the named top-level fields count too."""
+        added = frozenset(names)
+        fields = None if self.fields is None else self.fields | added
+        return dataclasses.replace(self, fields=fields, ignore=self.ignore - added)
+
+    def widen_all(self) -> KeySpec:
+        """Return a copy in which every field counts except those in `ignore`."""
+        return dataclasses.replace(self, fields=None)
+
+    def narrow(self, *names: str) -> KeySpec:
+        """Return a copy in which the named top-level fields no longer count."""
+        removed = frozenset(names)
+        fields = None if self.fields is None else self.fields - removed
+        return dataclasses.replace(self, fields=fields, ignore=self.ignore | removed)
+
+    def with_headers(self, *names: str) -> KeySpec:
+        """Return a copy in which the named request headers count (kind "http")."""
+        return dataclasses.replace(
+            self, headers=self.headers | frozenset(n.lower() for n in names)
+        )
+
+    def with_normalizers(self, *normalizers: Normalizer) -> KeySpec:
+        """Return a copy that applies `normalizers` after the ones it already has."""
+        return dataclasses.replace(self, normalizers=self.normalizers + tuple(normalizers))
+
+    def counts(self, name: str) -> bool:
+        """Whether the top-level field `name` counts toward the key."""
+        if name in self.ignore:
+            return False
+        return self.fields is None or name in self.fields
+
+
+def default_spec(kind: str) -> KeySpec:
+    """The spec used when none is given: HTTP for kind "http", the model spec otherwise."""
+    return KeySpec.http() if kind == "http" else KeySpec.model()
+
+
+# --- volatile values -------------------------------------------------------------
+
+_UUID = re.compile(
+    r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}"
+    r"-[0-9A-Fa-f]{12}(?![0-9A-Fa-f])"
+)
+_ISO_TIMESTAMP = re.compile(
+    r"(?<!\d)\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?"
+    r"(?:Z|[+-]\d{2}:?\d{2})?(?!\d)"
+)
+# 2001-09-09 .. 2100-01-01: wide enough for any clock, narrow enough to skip ordinary ints.
+_EPOCH_SECONDS = (1_000_000_000, 4_102_444_800)
+_EPOCH_DIGITS = re.compile(r"\d{10}(?:\d{3})?(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class VolatileValue:
+    """A value in key material that looks different on every run.
+
+    `pointer` is its JSON pointer inside the key material, `reason` what it looks
+    like: "UUID", "ISO timestamp", "epoch seconds" or "epoch milliseconds".
+    """
+
+    pointer: str
+    reason: str
+
+
+def _epoch_reason(number: float) -> str | None:
+    low, high = _EPOCH_SECONDS
+    if low <= number < high:
+        return "epoch seconds"
+    if low * 1000 <= number < high * 1000:
+        return "epoch milliseconds"
+    return None
+
+
+def _string_reasons(text: str) -> list[str]:
+    reasons = []
+    if _UUID.search(text):
+        reasons.append("UUID")
+    if _ISO_TIMESTAMP.search(text):
+        reasons.append("ISO timestamp")
+    if _EPOCH_DIGITS.fullmatch(text):
+        reason = _epoch_reason(float(text))
+        if reason is not None:
+            reasons.append(reason)
+    return reasons
+
+
+def find_volatile(value: JSONValue) -> list[VolatileValue]:
+    """Volatile-looking values (UUIDs, ISO timestamps, epoch times) in JSON data, in order."""
+    found: list[VolatileValue] = []
+    _find_volatile(value, "", found)
+    return found
+
+
+def _find_volatile(value: JSONValue, pointer: str, found: list[VolatileValue]) -> None:
+    if isinstance(value, str):
+        found.extend(VolatileValue(pointer, reason) for reason in _string_reasons(value))
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, (int, float)):
+        reason = _epoch_reason(value)
+        if reason is not None:
+            found.append(VolatileValue(pointer, reason))
+    elif isinstance(value, Mapping):
+        for key in sorted(value):
+            _find_volatile(value[key], pointer_join(pointer, key), found)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _find_volatile(item, pointer_join(pointer, index), found)
+
+
+# --- normalizers -----------------------------------------------------------------
+
+
+class ReplaceVolatile:
+    """Normalizer: replace UUIDs and ISO timestamps inside strings, and epoch numbers.
+
+    `reasons` limits it to some of "UUID", "ISO timestamp", "epoch seconds",
+    "epoch milliseconds"; each match becomes `placeholder.format(reason=...)`.
+    """
+
+    REASONS = ("UUID", "ISO timestamp", "epoch seconds", "epoch milliseconds")
+
+    def __init__(
+        self, reasons: Iterable[str] | None = None, *, placeholder: str = "<{reason}>"
+    ) -> None:
+        chosen = tuple(self.REASONS if reasons is None else reasons)
+        unknown = sorted(set(chosen) - set(self.REASONS))
+        if unknown:
+            raise UsageError(
+                f"ReplaceVolatile: unknown reasons {unknown}; use some of {list(self.REASONS)}"
+            )
+        self.reasons = frozenset(chosen)
+        self.placeholder = placeholder
+
+    def __repr__(self) -> str:
+        return f"ReplaceVolatile({sorted(self.reasons)!r}, placeholder={self.placeholder!r})"
+
+    def __call__(self, value: JSONValue) -> JSONValue:
+        if isinstance(value, str):
+            return self._text(value)
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, (int, float)):
+            reason = _epoch_reason(value)
+            if reason is not None and reason in self.reasons:
+                return self.placeholder.format(reason=reason)
+            return value
+        if isinstance(value, Mapping):
+            return {key: self(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self(item) for item in value]
+        return value
+
+    def _text(self, text: str) -> str:
+        if "UUID" in self.reasons:
+            text = _UUID.sub(self.placeholder.format(reason="UUID"), text)
+        if "ISO timestamp" in self.reasons:
+            text = _ISO_TIMESTAMP.sub(self.placeholder.format(reason="ISO timestamp"), text)
+        if _EPOCH_DIGITS.fullmatch(text):
+            reason = _epoch_reason(float(text))
+            if reason is not None and reason in self.reasons:
+                return self.placeholder.format(reason=reason)
+        return text
+
+
+class DropKeys:
+    """Normalizer: remove object members with the given names at any depth.
+
+    For hints that never change an answer but sit inside counted fields, such as
+    Anthropic's `cache_control` on messages and tools.
+    """
+
+    def __init__(self, *names: str) -> None:
+        self.names = frozenset(names)
+
+    def __repr__(self) -> str:
+        return f"DropKeys(*{sorted(self.names)!r})"
+
+    def __call__(self, value: JSONValue) -> JSONValue:
+        if isinstance(value, Mapping):
+            return {k: self(v) for k, v in value.items() if k not in self.names}
+        if isinstance(value, (list, tuple)):
+            return [self(item) for item in value]
+        return value
+
+
+# --- projection ------------------------------------------------------------------
+
+
+def _is_omitted(value: Any) -> bool:
+    # SDK sentinels for "not given" (openai.NOT_GIVEN, anthropic's Omit) and None mean
+    # "use the default": `f(temperature=None)` and `f()` are the same call.
+    return value is None or type(value).__name__ in {"NotGiven", "Omit"}
+
+
+def _as_mapping(request: Any) -> Any:
+    model_dump = getattr(request, "model_dump", None)
+    if model_dump is not None and hasattr(type(request), "model_fields"):
+        return model_dump(mode="json")
+    return request
+
+
+def _project_fields(request: Any, spec: KeySpec) -> JSONValue:
+    request = _as_mapping(request)
+    if not isinstance(request, Mapping):
+        # A bare prompt or a tool's positional payload: all of it counts.
+        return to_json(request)
+    out: dict[str, JSONValue] = {}
+    for name, item in request.items():
+        if not isinstance(name, str) or not spec.counts(name) or _is_omitted(item):
+            continue
+        out[name] = to_json(item, pointer_join("", name))
+    return out
+
+
+def _query_dropped(name: str, patterns: tuple[str, ...]) -> bool:
+    lowered = name.lower()
+    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in patterns)
+
+
+def _project_http(request: Any, spec: KeySpec) -> JSONValue:
+    request = _as_mapping(request)
+    if not isinstance(request, Mapping):
+        raise CanonicalizationError(
+            "", f"an HTTP request is a mapping, not a {type(request).__name__}",
+            'pass {"method": ..., "url": ..., "headers": {...}, "json"|"text"|"base64": ...}',
+        )
+    method = request.get("method")
+    url = request.get("url")
+    if not isinstance(method, str) or not isinstance(url, str):
+        raise CanonicalizationError(
+            "", "an HTTP request needs string 'method' and 'url' members",
+            "pass the request document described in docs/keys.md",
+        )
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if parts.port is not None and parts.port != _DEFAULT_PORTS.get(scheme):
+        host = f"{host}:{parts.port}"
+    projection: dict[str, JSONValue] = {
+        "method": method.upper(),
+        "url": f"{scheme}://{host}{parts.path or '/'}",
+        "query": sorted(
+            [name, value]
+            for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+            if not _query_dropped(name, spec.drop_query)
+        ),
+    }
+    projection["body"] = _http_body(request)
+    if spec.headers:
+        headers = request.get("headers") or {}
+        if not isinstance(headers, Mapping):
+            raise CanonicalizationError(
+                "/headers", "headers must be a mapping of names to values",
+                "pass a dict of lower-case header names",
+            )
+        projection["headers"] = {
+            str(name).lower(): to_json(value, pointer_join("/headers", str(name)))
+            for name, value in headers.items()
+            if str(name).lower() in spec.headers
+        }
+    return {name: item for name, item in projection.items() if spec.counts(name)}
+
+
+def _http_body(request: Mapping[str, Any]) -> JSONValue:
+    present = [name for name in ("json", "text", "base64") if name in request]
+    if len(present) > 1:
+        raise CanonicalizationError(
+            "", f"an HTTP request has at most one body field, not {present}",
+            "keep one of 'json', 'text' or 'base64'",
+        )
+    if not present:
+        return None
+    name = present[0]
+    body = request[name]
+    pointer = pointer_join("", name)
+    if name == "json":
+        return {"json": to_json(body, pointer)}
+    if not isinstance(body, str):
+        raise CanonicalizationError(
+            pointer, f"the {name} body must be a string, not a {type(body).__name__}",
+            "decode the body first",
+        )
+    if name == "text":
+        to_json(body, pointer)  # lone surrogates cannot be hashed as UTF-8
+        data = body.encode("utf-8")
+    else:
+        try:
+            data = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            raise CanonicalizationError(
+                pointer, "the base64 body is not valid base64", "encode the body bytes as base64",
+            ) from None
+    return {"sha256": hashlib.sha256(data).hexdigest()}
+
+
+# --- keys ------------------------------------------------------------------------
+
+
+def key_material(
+    kind: str, request: Any, *, spec: KeySpec | None = None, redactor: Redacts | None = None
+) -> dict[str, JSONValue]:
+    """The versioned document a key is the hash of: scheme version, kind, projection.
+
+    The request is redacted first (when a redactor is given), then projected through
+    `spec` (default: `default_spec(kind)`), then passed through its normalizers.
+    Raises `CanonicalizationError` naming the JSON pointer of a value JSON cannot hold.
+    """
+    if not isinstance(kind, str) or not kind:
+        raise UsageError(f"kind must be a non-empty string, not {kind!r}")
+    if spec is None:
+        spec = default_spec(kind)
+    if redactor is not None:
+        request = redactor.redact(request)
+    if spec.shape == "http":
+        projection = _project_http(request, spec)
+    else:
+        projection = _project_fields(request, spec)
+    for normalizer in spec.normalizers:
+        projection = normalizer(projection)
+    return {
+        "kind": kind,
+        "request": to_json(projection),
+        "scheme": KEY_SCHEME_VERSION,
+    }
+
+
+def key_from_material(material: Mapping[str, JSONValue]) -> str:
+    """The key (SHA-256, 64 lowercase hex characters) of key material as stored."""
+    return hashlib.sha256(canonicalize(material)).hexdigest()
+
+
+def request_key(
+    kind: str, request: Any, *, spec: KeySpec | None = None, redactor: Redacts | None = None
+) -> str:
+    """The key of a call: SHA-256 hex of the RFC 8785 bytes of its key material."""
+    return key_from_material(key_material(kind, request, spec=spec, redactor=redactor))
