@@ -9,7 +9,8 @@ from collections.abc import Sequence
 import click
 
 from ._canonical import canonicalize
-from ._errors import InputError
+from ._errors import InputError, RedactkeyError
+from ._keys import key_from_material, key_material
 
 __all__ = ["main", "run"]
 
@@ -18,12 +19,37 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 
+class InputFailure(click.ClickException):
+    """Bad input on stdin or in a file: one line on stderr, exit 2."""
+
+    exit_code = EXIT_USAGE
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InputFailure(
+                f"stdin is not canonicalisable JSON: object key {key!r} appears twice; "
+                "keep one of them"
+            )
+        out[key] = value
+    return out
+
+
 def _read_json_stdin() -> object:
-    text = sys.stdin.read()
+    stream = getattr(sys.stdin, "buffer", None)
+    raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogatepass")
     try:
-        return json.loads(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFailure(
+            f"stdin is not UTF-8: invalid byte at offset {exc.start}; save it as UTF-8"
+        ) from None
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise click.UsageError(
+        raise InputFailure(
             f"stdin is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
 
@@ -41,8 +67,26 @@ def canon() -> None:
     try:
         data = canonicalize(value)
     except InputError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise InputFailure(str(exc)) from None
     sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+@cli.command()
+@click.option("--kind", "-k", required=True,
+              help='The call kind: "http" for an HTTP request document, else a model kind '
+                   '("chat", "text", "structured", ...).')
+@click.option("--material", is_flag=True,
+              help="Print the canonical key material instead of the key.")
+def key(kind: str, material: bool) -> None:
+    """Print the key of the request on stdin (64 hex characters)."""
+    request = _read_json_stdin()
+    try:
+        document = key_material(kind, request)
+        out = canonicalize(document) if material else key_from_material(document).encode()
+    except RedactkeyError as exc:
+        raise InputFailure(str(exc)) from None
+    sys.stdout.buffer.write(out + b"\n")
     sys.stdout.buffer.flush()
 
 
