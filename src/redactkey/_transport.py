@@ -1,0 +1,287 @@
+"""HTTP documents and `FixtureTransport`, the record/replay transport for httpx and httpx2.
+
+A request becomes the HTTP request document that keys it (see `request_document`);
+a response becomes a small JSON document: the status, an allowlist of headers and the
+body as parsed JSON, text or base64, already decoded from gzip/deflate/br. A
+server-sent-event stream is kept event by event, so its boundaries survive and a
+secret the server split across events can be redacted as one value.
+
+What is dropped on purpose: every header outside the allowlist, so cookies, request
+ids, organisation and project ids, rate limits, dates, cf-ray and processing times
+never reach a fixture; content-encoding and content-length, because the stored body
+is already decoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final
+
+from ._canonical import to_json
+from ._errors import CanonicalizationError
+
+__all__ = [
+    "KIND",
+    "RESPONSE_HEADERS",
+    "SSEParser",
+    "body_bytes",
+    "body_document",
+    "event_bytes",
+    "is_environment_failure",
+    "is_event_stream",
+    "request_document",
+    "response_document",
+]
+
+KIND: Final = "http"
+"""The fixture kind of every call the transport records."""
+
+RESPONSE_HEADERS: Final = frozenset(
+    {
+        "content-type",
+        "content-disposition",
+        "location",
+        "retry-after",
+        "retry-after-ms",
+        "x-should-retry",
+    }
+)
+"""Response headers a fixture keeps: what the SDKs read to parse an answer or a redirect."""
+
+# 401/403/407 are credentials, 408/425/429 timing and quota, 409 the providers' lock
+# timeouts; 5xx is the server. None of them says anything about the request itself.
+_ENVIRONMENT_STATUSES: Final = frozenset({401, 403, 407, 408, 409, 425, 429})
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+JSON = Any
+
+
+def is_environment_failure(status: int) -> bool:
+    """True for statuses that belong to the environment (credentials, quota, server) and
+    are therefore never recorded."""
+    return status in _ENVIRONMENT_STATUSES or status >= 500
+
+
+def _mime(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _is_json_type(content_type: str | None) -> bool:
+    mime = _mime(content_type)
+    return mime == "application/json" or mime.endswith("+json")
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """True when a content type announces server-sent events."""
+    return _mime(content_type) == "text/event-stream"
+
+
+def _json_value(text: str | bytes) -> tuple[bool, JSON]:
+    """Parse JSON that canonical JSON can hold (no NaN, no huge integers), else (False, None)."""
+    try:
+        return True, to_json(json.loads(text))
+    except (ValueError, CanonicalizationError):
+        return False, None
+
+
+def _dumps(value: JSON) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _merge_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for name, value in headers:
+        key = name.lower()
+        merged[key] = f"{merged[key]}, {value}" if key in merged else value
+    return merged
+
+
+def body_document(content_type: str | None, body: bytes) -> dict[str, JSON]:
+    """The body field of a request or response document.
+
+    ``{"json": value}`` for a JSON body, ``{"text": str}`` for other UTF-8,
+    ``{"base64": str}`` for binary data and ``{}`` for no body.
+    """
+    if not body:
+        return {}
+    if _is_json_type(content_type):
+        ok, value = _json_value(body)
+        if ok:
+            return {"json": value}
+    try:
+        return {"text": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(body).decode("ascii")}
+
+
+def body_bytes(document: Mapping[str, JSON]) -> bytes:
+    """The bytes of a document's body field (the inverse of `body_document`)."""
+    if "json" in document:
+        return _dumps(document["json"]).encode("utf-8")
+    if "text" in document:
+        return str(document["text"]).encode("utf-8")
+    if "base64" in document:
+        return base64.b64decode(str(document["base64"]))
+    return b""
+
+
+_MULTIPART_BOUNDARY: Final = "redactkey-boundary"
+
+
+def _stable_multipart(headers: dict[str, str], body: bytes) -> bytes:
+    """Replace a random multipart boundary by a fixed one so that uploads key stably."""
+    content_type = headers.get("content-type", "")
+    match = re.search(r"boundary=\"?([^\";]+)\"?", content_type)
+    if _mime(content_type) != "multipart/form-data" or match is None:
+        return body
+    boundary = match.group(1)
+    headers["content-type"] = content_type.replace(boundary, _MULTIPART_BOUNDARY)
+    return body.replace(boundary.encode("latin-1"), _MULTIPART_BOUNDARY.encode("ascii"))
+
+
+def request_document(
+    method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
+) -> dict[str, JSON]:
+    """The HTTP request document keyed for kind ``"http"``.
+
+    ``{"method", "url", "headers" (lower-case names), and at most one of "json" |
+    "text" | "base64"}``. Which headers count toward the key is the HTTP `KeySpec`'s
+    business; this keeps them all. A multipart boundary is made deterministic.
+    """
+    merged = _merge_headers(headers)
+    body = _stable_multipart(merged, body)
+    document: dict[str, JSON] = {"method": method.upper(), "url": url, "headers": merged}
+    document.update(body_document(merged.get("content-type"), body))
+    return document
+
+
+def head_document(
+    status: int, headers: Iterable[tuple[str, str]], keep: frozenset[str] = RESPONSE_HEADERS
+) -> dict[str, JSON]:
+    """Status and allowlisted headers of a response (content-type is always kept)."""
+    merged = _merge_headers(headers)
+    wanted = keep | {"content-type"}
+    return {"status": status, "headers": {k: v for k, v in merged.items() if k in wanted}}
+
+
+def response_document(
+    status: int,
+    headers: Iterable[tuple[str, str]],
+    body: bytes,
+    keep: frozenset[str] = RESPONSE_HEADERS,
+) -> dict[str, JSON]:
+    """The stored form of a whole (already decoded) response.
+
+    ``{"status", "headers", and one of "json" | "text" | "base64" | "events"}``, where
+    "events" is the list of server-sent events (see `SSEParser`).
+    """
+    document = head_document(status, headers, keep)
+    content_type = document["headers"].get("content-type")
+    if is_event_stream(content_type):
+        parser = SSEParser()
+        document["events"] = [*parser.feed(body), *parser.finish()]
+    else:
+        document.update(body_document(content_type, body))
+    return document
+
+
+def event_bytes(event: Mapping[str, JSON]) -> bytes:
+    """One stored server-sent event back on the wire, ending with its blank line."""
+    lines: list[str] = []
+    for field in ("event", "id", "retry"):
+        if field in event:
+            lines.append(f"{field}: {event[field]}")
+    if "json" in event:
+        lines.append("data: " + _dumps(event["json"]))
+    elif "data" in event:
+        lines.extend("data: " + line for line in str(event["data"]).split("\n"))
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+class SSEParser:
+    """Incremental server-sent-event parser (WHATWG event-stream interpretation).
+
+    Feed it byte chunks cut anywhere (mid-line, mid-character, between ``\\r`` and
+    ``\\n``); it returns each complete event as a dict with the fields that were
+    present: "event", "id", "retry" (int), and "json" (data that is a JSON object or
+    array) or "data" (any other data, as text). Comments are skipped; an event left
+    unterminated at the end of the stream is dropped, as the specification says.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+        self._fields: dict[str, JSON] = {}
+        self._data: list[str] | None = None
+
+    def feed(self, chunk: bytes) -> list[dict[str, JSON]]:
+        """Events completed by this chunk."""
+        self._buffer += self._decoder.decode(chunk)
+        return self._lines(final=False)
+
+    def finish(self) -> list[dict[str, JSON]]:
+        """Events completed by the end of the stream."""
+        self._buffer += self._decoder.decode(b"", final=True)
+        events = self._lines(final=True)
+        if self._buffer:
+            events.extend(self._line(self._buffer))
+            self._buffer = ""
+        self._fields, self._data = {}, None
+        return events
+
+    def _lines(self, *, final: bool) -> list[dict[str, JSON]]:
+        events: list[dict[str, JSON]] = []
+        position = 0
+        text = self._buffer
+        for match in _LINE_END.finditer(text):
+            if match.group() == "\r" and match.end() == len(text) and not final:
+                break  # a "\n" may follow in the next chunk
+            events.extend(self._line(text[position : match.start()]))
+            position = match.end()
+        self._buffer = text[position:]
+        return events
+
+    def _line(self, line: str) -> list[dict[str, JSON]]:
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return []
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data = [*(self._data or []), value]
+        elif name == "event":
+            self._fields["event"] = value
+        elif name == "id" and "\0" not in value:
+            self._fields["id"] = value
+        elif name == "retry" and value.isdigit():
+            self._fields["retry"] = int(value)
+        return []
+
+    def _dispatch(self) -> list[dict[str, JSON]]:
+        if not self._fields and self._data is None:
+            return []
+        event = dict(self._fields)
+        if self._data is not None:
+            data = "\n".join(self._data)
+            ok, value = _json_value(data) if data[:1] in ("{", "[") else (False, None)
+            if ok:
+                event["json"] = value
+            else:
+                event["data"] = data
+        self._fields, self._data = {}, None
+        return [event]
+
+
+def iter_events(chunks: Iterable[bytes]) -> Iterator[dict[str, JSON]]:
+    """Server-sent events from a byte stream cut anywhere."""
+    parser = SSEParser()
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+    yield from parser.finish()
