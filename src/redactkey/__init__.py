@@ -17,6 +17,8 @@ from ._errors import (
 )
 from ._format import Fixture
 from ._keys import DropKeys, KeySpec, ReplaceVolatile, find_volatile, key_material, request_key
+from ._redact import Finding, Redactor
+from ._secrets import RunSecrets, collect_run_secrets
 from ._store import CassetteStore, FixtureDir, FixtureStore
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "CassetteStore",
     "ConfigError",
     "DropKeys",
+    "Finding",
     "Fixture",
     "FixtureDir",
     "FixtureError",
@@ -33,11 +36,14 @@ __all__ = [
     "KeySpec",
     "MissingFixtureError",
     "RedactkeyError",
+    "Redactor",
     "ReplaceVolatile",
+    "RunSecrets",
     "SecretError",
     "StaleFixtureError",
     "UsageError",
     "canonicalize",
+    "collect_run_secrets",
     "find_volatile",
     "key_material",
     "request_key",

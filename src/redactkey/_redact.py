@@ -1,0 +1,728 @@
+"""The redactor: nothing of a credential survives, in any encoding.
+
+Three layers find what to take out of a string; every hit is a `Span` and overlapping
+spans are merged before one placeholder replaces each:
+
+1. known values: every variant of every collected secret (`RunSecrets`), one
+   Aho-Corasick automaton, rebuilt lazily when the secrets change;
+2. sensitive keys: JSON keys, headers, query and form parameters whose value is a
+   credential by name (redacted whole), also inside text (`"api_key": "..."`,
+   `Authorization: ...` lines, `?token=...&`);
+3. detectors (`_detectors`): provider key shapes, JWTs, PEM private keys, `Bearer`/`Basic`
+   credentials, URL passwords; entropy only under credential-named fields.
+
+Strings that hold a JSON document, a base64-encoded text body or a server-sent-event
+stream are opened, redacted inside and closed again (only when something changed, so
+clean data comes through byte-identical). The placeholder never depends on the value.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ahocorasick
+from pydantic import BaseModel, SecretBytes, SecretStr
+
+from ._canonical import pointer_join
+from ._detectors import Detectors, Span, looks_high_entropy
+from ._errors import UsageError
+from ._secrets import RunSecrets, mask
+
+__all__ = [
+    "DEFAULT_PLACEHOLDER",
+    "LABELLED_PLACEHOLDER",
+    "SENSITIVE_KEYS",
+    "SENSITIVE_QUERY_KEYS",
+    "Finding",
+    "Redactor",
+]
+
+DEFAULT_PLACEHOLDER = "[REDACTED]"
+LABELLED_PLACEHOLDER = "[REDACTED:{label}]"
+
+#: Names whose value is a credential, compared case-insensitively with `_` and `-` alike.
+SENSITIVE_KEYS: frozenset[str] = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "apikey",
+        "x-goog-api-key",
+        "ocp-apim-subscription-key",
+        "cookie",
+        "set-cookie",
+        "password",
+        "passwd",
+        "client-secret",
+        "access-token",
+        "refresh-token",
+        "id-token",
+        "api-token",
+        "auth-token",
+        "x-auth-token",
+        "x-access-token",
+        "x-api-token",
+        "private-token",
+        "x-subscription-token",
+        "x-functions-key",
+        "x-amz-security-token",
+        "x-amz-signature",
+        "x-amz-credential",
+        "aws-secret-access-key",
+        "secret-access-key",
+        "session-token",
+        "secret",
+        "secret-key",
+        "private-key",
+        "client-assertion",
+        "x-vault-token",
+        "x-goog-iam-authorization-token",
+        "bearer-token",
+        "cf-access-client-secret",
+        "webhook-secret",
+        "signing-secret",
+        "x-csrf-token",
+        "x-xsrf-token",
+        "openai-api-key",
+        "anthropic-api-key",
+    }
+)
+#: Extra names that are credentials only as URL query parameters (`?key=AIza...`).
+SENSITIVE_QUERY_KEYS: frozenset[str] = frozenset(
+    {"key", "token", "sig", "signature", "auth", "access-key", "code-verifier"}
+)
+
+_FUZZY_CREDENTIAL = re.compile(
+    r"(?:^|-)(?:secret|token|password|passwd|pwd|api-?key|access-?key|private-?key"
+    r"|credentials?|auth|signature)(?:-|$)"
+)
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the redactor takes out: where, found by what, and a masked preview.
+
+    `pointer` is the JSON pointer of the string (or `""` for a bare string); `start`
+    and `end` are offsets inside that string. `slot` names the run secret for a known
+    value (`rule == "known-value"`); `preview` never shows more than 4 characters.
+    """
+
+    pointer: str
+    rule: str
+    slot: str | None
+    preview: str
+    start: int = 0
+    end: int = 0
+
+
+# --- text structure rules keyed by name -------------------------------------------------
+
+# "key": "value" (also 'key': 'value', key=value in configs, and \"key\": \"value\")
+_QUOTED_KV = re.compile(
+    r"(?P<kq>\\{0,7}[\"'])(?P<key>[A-Za-z0-9_.\-]{2,64})(?P=kq)\s*(?::|=>?)\s*"
+    r"(?P<vq>\\{0,7}[\"'])(?P<val>[^\"'\\\r\n]{1,8192})(?P=vq)"
+)
+# Authorization: Bearer ... (a header line, a YAML line)
+_LINE_KV = re.compile(
+    r"(?m)^[ \t\-]*(?P<key>[A-Za-z0-9_\-]{2,64})[ \t]*:[ \t]+(?P<val>[^\r\n]*?)[ \t]*$"
+)
+# key=value in a query string or a form body
+_QUERY_KV = re.compile(
+    r"(?:(?<=^)|(?<=[?&;\s]))(?P<key>[A-Za-z0-9_.\-%\[\]]{1,64})=(?P<val>[^&\s#;\"'<>]+)"
+)
+_KEYWORD_HINTS = (
+    "auth",
+    "Auth",
+    "AUTH",
+    "key",
+    "Key",
+    "KEY",
+    "token",
+    "Token",
+    "TOKEN",
+    "secret",
+    "Secret",
+    "SECRET",
+    "passw",
+    "Passw",
+    "PASSW",
+    "cookie",
+    "Cookie",
+    "COOKIE",
+    "sig",
+    "Sig",
+    "SIG",
+    "credential",
+    "Credential",
+    "CREDENTIAL",
+    "code-verifier",
+    "code_verifier",
+    "pwd",
+)
+
+_B64_TEXT = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2}")
+_SSE_LINE = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)$")
+_MAX_DEPTH = 8
+
+
+class _Known:
+    """The known-value automaton for one version of the run secrets."""
+
+    __slots__ = ("automaton", "version")
+
+    def __init__(self, secrets: RunSecrets | None) -> None:
+        self.version = -1 if secrets is None else secrets.version
+        patterns = [] if secrets is None else secrets.patterns()
+        if not patterns:
+            self.automaton: Any = None
+            return
+        automaton = ahocorasick.Automaton()
+        for variant, slot in patterns:
+            automaton.add_word(variant, (len(variant), slot))
+        automaton.make_automaton()
+        self.automaton = automaton
+
+
+class Redactor:
+    """Redact run secrets, credential-named fields and detected keys from data and text.
+
+    `redact(value)` returns a redacted copy of the same type (JSON-like data, `str`,
+    `bytes`); it is pure and idempotent. `placeholder` may hold `{label}` (or pass
+    `labelled=True`) to name the slot, rule or field: `[REDACTED:OPENAI_API_KEY]`.
+    """
+
+    def __init__(
+        self,
+        secrets: RunSecrets | None = None,
+        *,
+        placeholder: str = DEFAULT_PLACEHOLDER,
+        detectors: bool = True,
+        labelled: bool = False,
+        sensitive_keys: Iterable[str] = (),
+        safe_keys: Iterable[str] = (),
+    ) -> None:
+        if secrets is not None and not isinstance(secrets, RunSecrets):
+            raise UsageError(
+                f"Redactor(secrets=...) takes a RunSecrets, not a {type(secrets).__name__}; "
+                "build one with collect_run_secrets(...) or RunSecrets.from_env()"
+            )
+        if labelled and placeholder == DEFAULT_PLACEHOLDER:
+            placeholder = LABELLED_PLACEHOLDER
+        if not isinstance(placeholder, str) or not placeholder.strip():
+            raise UsageError("Redactor(placeholder=...) must be a non-empty str")
+        self._secrets = secrets
+        self.placeholder = placeholder
+        self._labelled = "{label}" in placeholder
+        self._detectors = Detectors() if detectors else None
+        extra = {_norm(k) for k in sensitive_keys}
+        safe = {_norm(k) for k in safe_keys}
+        self._sensitive = (SENSITIVE_KEYS | extra) - safe
+        self._sensitive_query = (SENSITIVE_QUERY_KEYS | self._sensitive) - safe
+        self._safe = safe
+        ours = re.escape(placeholder).replace(re.escape("{label}"), r"[A-Za-z0-9_.:\-]*")
+        self._placeholder_re = re.compile(
+            "|".join(
+                sorted({ours, re.escape(DEFAULT_PLACEHOLDER), r"\[REDACTED:[A-Za-z0-9_.:\-]*\]"})
+            )
+        )
+        hints = ahocorasick.Automaton()
+        for word in _KEYWORD_HINTS:
+            hints.add_word(word, word)
+        hints.make_automaton()
+        self._hints = hints
+        self._lock = threading.Lock()
+        self._known = _Known(secrets)
+        for label in ("X", "OPENAI_API_KEY", "authorization"):
+            sample = self._placeholder_for(label)
+            if self._raw_spans(sample, query=True):
+                raise UsageError(
+                    "Redactor(placeholder=...) must not look like a secret itself; "
+                    "choose a plain marker such as [REDACTED]"
+                )
+
+    def __repr__(self) -> str:
+        slots = 0 if self._secrets is None else len(self._secrets)
+        return (
+            f"Redactor(slots={slots}, placeholder={self.placeholder!r}, "
+            f"detectors={self._detectors is not None})"
+        )
+
+    # -- public helpers ---------------------------------------------------------------
+
+    def is_sensitive_key(self, name: str) -> bool:
+        """Whether a field, header or query parameter name holds a credential by name."""
+        return _norm(name) in self._sensitive
+
+    def is_placeholder(self, text: str) -> bool:
+        """Whether `text` is one of our placeholders (labelled or not)."""
+        return self._placeholder_re.fullmatch(text) is not None
+
+    def redact(self, value: Any) -> Any:
+        """A redacted copy of `value`: JSON-like data (keys and values), `str` or `bytes`."""
+        return self._value(value, "", None, 0)
+
+    def findings(self, value: Any) -> list[Finding]:
+        """What `redact(value)` would take out, by JSON pointer; values are masked."""
+        found: list[Finding] = []
+        self._value(value, "", found, 0)
+        return sorted(
+            set(found), key=lambda f: (f.pointer, f.start, f.end, f.rule, f.slot or "", f.preview)
+        )
+
+    def redact_text(self, text: str) -> str:
+        """Redact one string (prose, a body, a URL, an SSE stream, embedded JSON)."""
+        return self._str(text, "", None, 0)
+
+    def redact_url(self, url: str) -> str:
+        """Redact userinfo, credential query parameters and known values in a URL."""
+        return self._str(url, "", None, 0, query=True)
+
+    def redact_headers(self, headers: Mapping[str, Any]) -> dict[str, Any]:
+        """Redact a header map: credential-named headers whole, any other value as text."""
+        return {
+            str(name): self._value(value, pointer_join("", str(name)), None, 0)
+            if not self.is_sensitive_key(str(name))
+            else self._whole(value, pointer_join("", str(name)), None, str(name))
+            for name, value in headers.items()
+        }
+
+    def redact_stream(self, chunks: Sequence[Any]) -> list[Any]:
+        """Redact recorded stream chunks, including secrets split across consecutive chunks.
+
+        Chunks are JSON values (the same field of consecutive chunk objects, e.g.
+        `choices[0].delta.content`, is read as one text) or SSE texts/bytes (consecutive
+        `data:` events are read the same way).
+        """
+        out = [self.redact(chunk) for chunk in chunks]
+        texts = [i for i, c in enumerate(out) if isinstance(c, (str, bytes))]
+        if texts and len(texts) == len(out) and any(_looks_sse(_as_text(c)) for c in out):
+            decoded = [_as_text(c) for c in out]
+            joined = self._sse_pass(decoded)
+            return [
+                joined[i].encode("utf-8", "surrogateescape")
+                if isinstance(out[i], bytes)
+                else joined[i]
+                for i in range(len(out))
+            ]
+        return self._stream_pass(out)
+
+    # -- the known-value automaton ----------------------------------------------------
+
+    def _automaton(self) -> Any:
+        secrets = self._secrets
+        if secrets is None:
+            return None
+        known = self._known
+        if known.version != secrets.version:
+            with self._lock:
+                if self._known.version != secrets.version:
+                    self._known = _Known(secrets)
+                known = self._known
+        return known.automaton
+
+    # -- placeholders -----------------------------------------------------------------
+
+    def _placeholder_for(self, label: str | None) -> str:
+        if not self._labelled:
+            return self.placeholder
+        clean = re.sub(r"[^A-Za-z0-9_.:\-]", "_", label or "secret")
+        return self.placeholder.replace("{label}", clean)
+
+    # -- walking data -----------------------------------------------------------------
+
+    def _value(self, value: Any, pointer: str, found: list[Finding] | None, depth: int) -> Any:
+        if isinstance(value, str):
+            return self._str(value, pointer, found, depth)
+        if isinstance(value, Mapping):
+            return self._mapping(value, pointer, found, depth)
+        if isinstance(value, (list, tuple)):
+            items = [
+                self._value(item, pointer_join(pointer, i), found, depth)
+                for i, item in enumerate(value)
+            ]
+            if isinstance(value, list) and len(items) == 2 and self._pair_is_sensitive(items):
+                items[1] = self._whole(value[1], pointer_join(pointer, 1), found, items[0])
+            return items if isinstance(value, list) else tuple(items)
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, (bytes, bytearray)):
+            text = bytes(value).decode("utf-8", "surrogateescape")
+            redacted = self._str(text, pointer, found, depth)
+            out = redacted.encode("utf-8", "surrogateescape")
+            return out if isinstance(value, bytes) else bytearray(out)
+        if isinstance(value, (SecretStr, SecretBytes)):
+            self._note(found, pointer, 0, 0, "secret-type", None, "")
+            return self._placeholder_for("secret")
+        if isinstance(value, BaseModel):
+            return self._value(value.model_dump(mode="json"), pointer, found, depth)
+        raise UsageError(
+            f"cannot redact a {type(value).__name__} at {pointer or '(root)'}: pass JSON-like "
+            "data (dict, list, str, number, bool, None), str or bytes"
+        )
+
+    def _mapping(
+        self, value: Mapping[Any, Any], pointer: str, found: list[Finding] | None, depth: int
+    ) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            child = pointer_join(pointer, str(key))
+            new_key = key
+            if isinstance(key, str) and len(key) >= 8:
+                new_key = self._str(key, child, found, depth)
+                if new_key != key and new_key in out:
+                    n = 2
+                    while f"{new_key}~{n}" in out:
+                        n += 1
+                    new_key = f"{new_key}~{n}"
+            if isinstance(key, str) and self.is_sensitive_key(key):
+                out[new_key] = self._whole(item, child, found, key)
+            elif (
+                isinstance(key, str)
+                and isinstance(item, str)
+                and self._detectors is not None
+                and _norm(key) not in self._safe
+                and _FUZZY_CREDENTIAL.search(_norm(key))
+                and not self.is_placeholder(item)
+                and looks_high_entropy(item)
+            ):
+                self._note(found, child, 0, len(item), "high-entropy", None, item)
+                out[new_key] = self._placeholder_for(_norm(key))
+            else:
+                out[new_key] = self._value(item, child, found, depth)
+        return out
+
+    def _pair_is_sensitive(self, items: list[Any]) -> bool:
+        first = items[0]
+        return isinstance(first, str) and self.is_sensitive_key(first)
+
+    def _whole(self, value: Any, pointer: str, found: list[Finding] | None, key: str) -> Any:
+        """The value of a credential-named field: every non-empty leaf becomes a placeholder."""
+        if isinstance(value, str):
+            if not value or self.is_placeholder(value):
+                return value
+            self._note(found, pointer, 0, len(value), "sensitive-key", None, value)
+            return self._placeholder_for(_norm(key))
+        if isinstance(value, (bytes, bytearray)):
+            if not value:
+                return value
+            self._note(found, pointer, 0, len(value), "sensitive-key", None, "")
+            return self._placeholder_for(_norm(key)).encode()
+        if isinstance(value, Mapping):
+            return {
+                k: self._whole(v, pointer_join(pointer, str(k)), found, key)
+                for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            items = [
+                self._whole(v, pointer_join(pointer, i), found, key) for i, v in enumerate(value)
+            ]
+            return items if isinstance(value, list) else tuple(items)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            self._note(found, pointer, 0, 0, "sensitive-key", None, "")
+            return self._placeholder_for(_norm(key))
+        return self._value(value, pointer, found, 0)
+
+    def _note(
+        self,
+        found: list[Finding] | None,
+        pointer: str,
+        start: int,
+        end: int,
+        rule: str,
+        slot: str | None,
+        secret: str,
+    ) -> None:
+        if found is not None:
+            found.append(Finding(pointer, rule, slot, mask(secret), start, end))
+
+    # -- strings ----------------------------------------------------------------------
+
+    def _str(
+        self,
+        text: str,
+        pointer: str,
+        found: list[Finding] | None,
+        depth: int,
+        *,
+        query: bool = False,
+    ) -> str:
+        if len(text) < 8:
+            return text
+        if depth < _MAX_DEPTH:
+            opened = self._open(text, pointer, found, depth)
+            if opened is not None:
+                text = opened
+        spans = self._scan(text, query=query)
+        if spans:
+            text = self._apply(text, spans, pointer, found)
+        if depth < _MAX_DEPTH and _looks_sse(text):
+            text = self._sse_pass([text])[0]
+        return text
+
+    def _open(self, text: str, pointer: str, found: list[Finding] | None, depth: int) -> str | None:
+        """Redact inside a JSON document or a base64 text held in a string; None if neither."""
+        head = text.lstrip()[:1]
+        if head in ("{", "["):
+            try:
+                data = json.loads(text)
+            except ValueError:
+                return None
+            if not isinstance(data, (dict, list)):
+                return None
+            redacted = self._value(data, pointer, found, depth + 1)
+            if redacted == data:
+                return text
+            compact = ", " not in text and ": " not in text
+            return json.dumps(
+                redacted,
+                ensure_ascii=False,
+                separators=(",", ":") if compact else None,
+                indent=_indent_of(text),
+            )
+        if _B64_TEXT.fullmatch(text):
+            return self._open_b64(text, pointer, found, depth)
+        return None
+
+    def _open_b64(
+        self, text: str, pointer: str, found: list[Finding] | None, depth: int
+    ) -> str | None:
+        urlsafe = "-" in text or "_" in text
+        body = text.rstrip("=")
+        try:
+            raw = (base64.urlsafe_b64decode if urlsafe else base64.b64decode)(
+                body + "=" * (-len(body) % 4)
+            )
+            decoded = raw.decode("utf-8")
+        except (binascii.Error, ValueError):
+            return None
+        if len(decoded) < 8 or not all(c.isprintable() or c in "\r\n\t" for c in decoded):
+            return None
+        redacted = self._str(decoded, pointer, None, depth + 1)
+        if redacted == decoded:
+            return None
+        self._note(found, pointer, 0, len(text), "base64-text", None, "")
+        encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(redacted.encode())
+        out = encoded.decode("ascii")
+        return out if text.endswith("=") or len(body) % 4 == 0 else out.rstrip("=")
+
+    def _raw_spans(self, text: str, *, query: bool = False) -> list[Span]:
+        spans: list[Span] = []
+        automaton = self._automaton()
+        if automaton is not None:
+            for end, (length, slot) in automaton.iter(text):
+                spans.append(Span(end + 1 - length, end + 1, "known-value", slot))
+        if self._detectors is not None:
+            spans.extend(self._detectors.spans(text))
+        hinted = False
+        for _ in self._hints.iter(text):
+            hinted = True
+            break
+        if hinted:
+            spans.extend(self._keyed_spans(text, query=query))
+        return spans
+
+    def _scan(self, text: str, *, query: bool = False) -> list[Span]:
+        spans = self._raw_spans(text, query=query)
+        if not spans:
+            return spans
+        if "[REDACTED" in text or self._labelled or self.placeholder != DEFAULT_PLACEHOLDER:
+            marks = [m.span() for m in self._placeholder_re.finditer(text)]
+            if marks:
+                spans = [s for s in spans if not any(a <= s.start and s.end <= b for a, b in marks)]
+        return spans
+
+    def _keyed_spans(self, text: str, *, query: bool) -> list[Span]:
+        out: list[Span] = []
+        for match in _QUOTED_KV.finditer(text):
+            if self.is_sensitive_key(match.group("key")):
+                out.append(self._val_span(match, "sensitive-key"))
+        for match in _LINE_KV.finditer(text):
+            if self.is_sensitive_key(match.group("key")) and match.group("val"):
+                out.append(self._val_span(match, "sensitive-key"))
+        for match in _QUERY_KV.finditer(text):
+            key = _norm(_unquote(match.group("key")))
+            in_query = match.start() > 0 and text[match.start() - 1] in "?&;"
+            names = self._sensitive_query if (in_query or query) else self._sensitive
+            if key in names:
+                out.append(self._val_span(match, "sensitive-key"))
+        return [
+            s for s in out if s.end > s.start and not self.is_placeholder(text[s.start : s.end])
+        ]
+
+    @staticmethod
+    def _val_span(match: re.Match[str], rule: str) -> Span:
+        start, end = match.span("val")
+        return Span(start, end, rule, _norm(match.group("key")))
+
+    def _apply(
+        self, text: str, spans: list[Span], pointer: str, found: list[Finding] | None
+    ) -> str:
+        spans.sort(key=lambda s: (s.start, -s.end, s.rule, s.slot or ""))
+        merged: list[Span] = []
+        for span in spans:
+            if merged and span.start < merged[-1].end:
+                last = merged[-1]
+                if span.end > last.end:
+                    merged[-1] = Span(last.start, span.end, last.rule, last.slot)
+                continue
+            merged.append(span)
+        parts: list[str] = []
+        cursor = 0
+        for span in merged:
+            parts.append(text[cursor : span.start])
+            label = span.slot if span.slot is not None else span.rule
+            parts.append(self._placeholder_for(label))
+            self._note(
+                found,
+                pointer,
+                span.start,
+                span.end,
+                span.rule,
+                span.slot if span.rule == "known-value" else None,
+                text[span.start : span.end],
+            )
+            cursor = span.end
+        parts.append(text[cursor:])
+        return "".join(parts)
+
+    # -- streams ----------------------------------------------------------------------
+
+    def _stream_pass(self, chunks: list[Any]) -> list[Any]:
+        """Find secrets that only appear when a field is read across consecutive chunks."""
+        by_pointer: dict[str, list[tuple[int, str]]] = {}
+        for index, chunk in enumerate(chunks):
+            for pointer, text in _leaves(chunk, ""):
+                by_pointer.setdefault(pointer, []).append((index, text))
+        edits: dict[tuple[int, str], str] = {}
+        for pointer, pieces in by_pointer.items():
+            if len(pieces) < 2:
+                continue
+            joined = "".join(text for _, text in pieces)
+            spans = self._scan(joined)
+            if not spans:
+                continue
+            bounds: list[int] = []
+            offset = 0
+            for _, text in pieces:
+                bounds.append(offset)
+                offset += len(text)
+            crossing = [s for s in spans if any(s.start < b < s.end for b in bounds[1:])]
+            if not crossing:
+                continue
+            for k, (index, text) in enumerate(pieces):
+                lo = bounds[k]
+                hi = lo + len(text)
+                local = [
+                    Span(max(s.start, lo) - lo, min(s.end, hi) - lo, s.rule, s.slot)
+                    for s in crossing
+                    if s.start < hi and s.end > lo
+                ]
+                if local:
+                    edits[(index, pointer)] = self._apply(text, local, pointer, None)
+        if not edits:
+            return chunks
+        per_chunk: dict[int, dict[str, str]] = {}
+        for (index, pointer), text in edits.items():
+            per_chunk.setdefault(index, {})[pointer] = text
+        return [
+            _replace_leaves(chunk, "", per_chunk[index]) if index in per_chunk else chunk
+            for index, chunk in enumerate(chunks)
+        ]
+
+    def _sse_pass(self, texts: list[str]) -> list[str]:
+        """The stream pass over the `data:` events of SSE texts, rewriting changed events."""
+        events: list[tuple[int, int, int, Any, bool]] = []
+        for index, text in enumerate(texts):
+            for match in _SSE_LINE.finditer(text):
+                payload = match.group("payload")
+                is_json = False
+                value: Any = payload
+                if payload[:1] in ("{", "["):
+                    try:
+                        value = json.loads(payload)
+                        is_json = True
+                    except ValueError:
+                        value = payload
+                start, end = match.span("payload")
+                events.append((index, start, end, value, is_json))
+        if len(events) < 2:
+            return texts
+        values = [e[3] for e in events]
+        redacted = self._stream_pass(values)
+        if redacted is values:
+            return texts
+        out = list(texts)
+        for (index, start, end, value, is_json), new in reversed(
+            list(zip(events, redacted, strict=False))
+        ):
+            if new == value:
+                continue
+            payload = json.dumps(new, ensure_ascii=False, separators=(",", ":")) if is_json else new
+            out[index] = out[index][:start] + payload + out[index][end:]
+        return out
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _unquote(text: str) -> str:
+    if "%" not in text:
+        return text
+    from urllib.parse import unquote
+
+    return unquote(text)
+
+
+def _as_text(chunk: Any) -> str:
+    return chunk.decode("utf-8", "surrogateescape") if isinstance(chunk, bytes) else str(chunk)
+
+
+def _looks_sse(text: str) -> bool:
+    return text.startswith("data:") or "\ndata:" in text
+
+
+def _indent_of(text: str) -> int | None:
+    match = re.match(r"[\[{]\r?\n( +)", text.lstrip())
+    return len(match.group(1)) if match else None
+
+
+def _leaves(value: Any, pointer: str) -> Iterable[tuple[str, str]]:
+    if isinstance(value, str):
+        yield pointer, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _leaves(item, pointer_join(pointer, str(key)))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _leaves(item, pointer_join(pointer, index))
+
+
+def _replace_leaves(value: Any, pointer: str, edits: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return edits.get(pointer, value)
+    if isinstance(value, Mapping):
+        return {
+            key: _replace_leaves(item, pointer_join(pointer, str(key)), edits)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [
+            _replace_leaves(item, pointer_join(pointer, i), edits) for i, item in enumerate(value)
+        ]
+    if isinstance(value, tuple):
+        return tuple(
+            _replace_leaves(item, pointer_join(pointer, i), edits) for i, item in enumerate(value)
+        )
+    return value

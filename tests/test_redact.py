@@ -1,0 +1,310 @@
+"""Redactor: known values, sensitive keys, URLs, nested documents, streams, findings."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from redactkey import Finding, Redactor, RunSecrets, UsageError
+
+TOKEN = "sk-proj-" + "A1b2" * 12
+GH = "gh" + "p_" + "Z9y8" * 9
+
+
+def _secrets(**values: str) -> RunSecrets:
+    secrets = RunSecrets({})
+    for slot, value in values.items():
+        secrets.add(slot, value)
+    return secrets
+
+
+@pytest.fixture
+def redactor() -> Redactor:
+    return Redactor(_secrets(OPENAI_API_KEY=TOKEN))
+
+
+class TestKnownValues:
+    """Collected values are found anywhere inside strings."""
+
+    def test_value_inside_prose(self, redactor: Redactor) -> None:
+        """A value in a sentence is replaced; the rest of the sentence stays."""
+        assert redactor.redact(f"my key is {TOKEN}, ok") == "my key is [REDACTED], ok"
+
+    def test_value_added_after_redactor_was_built(self) -> None:
+        """A value registered after the Redactor exists is covered from then on."""
+        secrets = _secrets(OPENAI_API_KEY=TOKEN)
+        redactor = Redactor(secrets, detectors=False)
+        assert redactor.redact("plain-value-1234") == "plain-value-1234"
+        secrets.add("LATE_TOKEN", "plain-value-1234")
+        assert redactor.redact("x plain-value-1234 y") == "x [REDACTED] y"
+
+    def test_longest_variant_wins(self) -> None:
+        """A secret that contains another is replaced whole, not piecewise."""
+        secrets = _secrets(SHORT_TOKEN="abcdefgh1234", LONG_TOKEN="abcdefgh1234-more-stuff")
+        redacted = Redactor(secrets, detectors=False).redact("[abcdefgh1234-more-stuff]")
+        assert redacted == "[[REDACTED]]"
+
+    def test_keys_of_mappings_are_redacted(self, redactor: Redactor) -> None:
+        """A secret used as a dict key is replaced too."""
+        assert redactor.redact({TOKEN: 1, "b": TOKEN}) == {"[REDACTED]": 1, "b": "[REDACTED]"}
+
+    def test_bytes_stay_bytes(self, redactor: Redactor) -> None:
+        """bytes in, bytes out."""
+        assert redactor.redact(b"k=" + TOKEN.encode()) == b"k=[REDACTED]"
+
+    def test_tuples_and_numbers_pass_through(self, redactor: Redactor) -> None:
+        """Containers keep their type; numbers, bools and None are untouched."""
+        assert redactor.redact((1, 2.5, True, None, TOKEN)) == (1, 2.5, True, None, "[REDACTED]")
+
+    def test_unknown_objects_are_a_usage_error(self, redactor: Redactor) -> None:
+        """An arbitrary object is refused with a message naming its type and pointer."""
+        with pytest.raises(UsageError, match="object at /a/0"):
+            redactor.redact({"a": [object()]})
+
+
+class TestSensitiveKeys:
+    """Credential-named fields are redacted whole; look-alikes survive."""
+
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "authorization",
+            "Authorization",
+            "PROXY-AUTHORIZATION",
+            "x-api-key",
+            "api-key",
+            "x-goog-api-key",
+            "ocp-apim-subscription-key",
+            "cookie",
+            "Set-Cookie",
+            "password",
+            "client_secret",
+            "access_token",
+            "refresh_token",
+            "id_token",
+            "api_key",
+            "x-amz-security-token",
+        ],
+    )
+    def test_sensitive_names(self, redactor: Redactor, name: str) -> None:
+        """Each listed name is sensitive, case-insensitively."""
+        assert redactor.is_sensitive_key(name)
+        assert redactor.redact({name: "anything at all"}) == {name: "[REDACTED]"}
+
+    @pytest.mark.parametrize(
+        "name", ["max_tokens", "prompt_tokens", "session_id", "key", "token_type", "author"]
+    )
+    def test_lookalikes_survive(self, redactor: Redactor, name: str) -> None:
+        """Names that merely contain a credential word are not redacted whole."""
+        assert not redactor.is_sensitive_key(name)
+        assert redactor.redact({name: "kept value"}) == {name: "kept value"}
+
+    def test_list_valued_headers(self, redactor: Redactor) -> None:
+        """vcrpy-style list values under a sensitive key are redacted element-wise."""
+        data = {"Set-Cookie": ["a=1; Path=/", "b=2"], "Cookie": {"sid": "abc"}}
+        assert redactor.redact(data) == {
+            "Set-Cookie": ["[REDACTED]", "[REDACTED]"],
+            "Cookie": {"sid": "[REDACTED]"},
+        }
+
+    def test_header_pairs(self, redactor: Redactor) -> None:
+        """A list of [name, value] pairs redacts the value of a sensitive name."""
+        pairs = [["authorization", "Token opaque"], ["accept", "text/plain"]]
+        assert redactor.redact(pairs) == [["authorization", "[REDACTED]"], ["accept", "text/plain"]]
+
+    def test_empty_and_null_values_are_kept(self, redactor: Redactor) -> None:
+        """Nothing to hide in an empty string or null."""
+        assert redactor.redact({"password": "", "api_key": None}) == {
+            "password": "",
+            "api_key": None,
+        }
+
+    def test_configurable_names(self) -> None:
+        """`sensitive_keys` adds names, `safe_keys` removes them."""
+        redactor = Redactor(sensitive_keys=["X-Internal"], safe_keys=["cookie"])
+        assert redactor.redact({"x_internal": "v", "cookie": "c"}) == {
+            "x_internal": "[REDACTED]",
+            "cookie": "c",
+        }
+
+    def test_redact_headers(self, redactor: Redactor) -> None:
+        """redact_headers masks credential headers and scans the others."""
+        headers = {"Authorization": "Bearer x", "X-Echo": f"{TOKEN}", "Accept": "*/*"}
+        assert redactor.redact_headers(headers) == {
+            "Authorization": "[REDACTED]",
+            "X-Echo": "[REDACTED]",
+            "Accept": "*/*",
+        }
+
+    def test_entropy_only_under_credential_names(self) -> None:
+        """A random token under `github_token` goes; the same under `note` stays."""
+        value = "Qx7Lm2Pz9Rt4Vb8Nc3Hd6Jf1Kg5"
+        redactor = Redactor()
+        assert redactor.redact({"github_token": value}) == {"github_token": "[REDACTED]"}
+        assert redactor.redact({"note": value}) == {"note": value}
+        assert redactor.redact({"next_token": "plain words"}) == {"next_token": "plain words"}
+
+
+class TestUrls:
+    """Userinfo, credential query parameters, SigV4 and path segments."""
+
+    @pytest.mark.parametrize(
+        ("url", "expected"),
+        [
+            ("https://user:hunter2pass@example.com/x", "https://user:[REDACTED]@example.com/x"),
+            (
+                "https://example.com/v1?key=AIzaFake&alt=json",
+                "https://example.com/v1?key=[REDACTED]&alt=json",
+            ),
+            (
+                "https://example.com/?a=1&access_token=tok.en&b=2",
+                "https://example.com/?a=1&access_token=[REDACTED]&b=2",
+            ),
+            (
+                "https://b.s3.amazonaws.com/o?X-Amz-Credential=AKIDEXAMPLE%2F2024&X-Amz-Signature=abc123&X-Amz-Date=1",
+                "https://b.s3.amazonaws.com/o?X-Amz-Credential=[REDACTED]&X-Amz-Signature=[REDACTED]&X-Amz-Date=1",
+            ),
+        ],
+    )
+    def test_url_parts(self, url: str, expected: str) -> None:
+        """Each credential part of a URL is replaced; the rest of the URL is kept."""
+        assert Redactor().redact_url(url) == expected
+
+    def test_known_value_in_path_segment(self, redactor: Redactor) -> None:
+        """A collected value inside a path is replaced."""
+        url = f"https://api.example.com/keys/{TOKEN}/usage"
+        assert redactor.redact_url(url) == "https://api.example.com/keys/[REDACTED]/usage"
+
+    def test_plain_urls_survive(self) -> None:
+        """A URL with no credential comes through unchanged."""
+        url = "https://api.openai.com/v1/chat/completions?model=gpt-4o&max_tokens=5"
+        assert Redactor().redact_url(url) == url
+
+
+class TestEmbedded:
+    """Form bodies, JSON inside strings, PEM blocks, base64 text bodies."""
+
+    def test_form_body(self) -> None:
+        """A credential parameter in a form body is replaced."""
+        body = "grant_type=client_credentials&client_secret=abcdefgh1234&scope=read"
+        expected = "grant_type=client_credentials&client_secret=[REDACTED]&scope=read"
+        assert Redactor().redact(body) == expected
+
+    def test_json_inside_a_string(self) -> None:
+        """A JSON document held in a string is opened, redacted and re-serialised."""
+        inner = json.dumps({"api_key": "abcdefgh1234", "n": 1})
+        out = Redactor().redact({"body": inner})
+        assert json.loads(out["body"]) == {"api_key": "[REDACTED]", "n": 1}
+
+    def test_clean_json_string_is_byte_identical(self) -> None:
+        """A JSON string with nothing to redact keeps its exact bytes."""
+        inner = '{ "a" :1,\n "b": [1, 2]}'
+        assert Redactor().redact(inner) == inner
+
+    @pytest.mark.parametrize("newline", ["\n", "\\n"])
+    def test_pem_private_key(self, newline: str) -> None:
+        """A PEM private-key body is removed, raw or with escaped newlines."""
+        body = newline.join(["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "BKcwggSjAgEAAoIBAQC7"])
+        pem = f"-----BEGIN PRIVATE KEY-----{newline}{body}{newline}-----END PRIVATE KEY-----"
+        out = Redactor().redact({"private_key_pem": pem})["private_key_pem"]
+        assert "MIIE" not in out
+        assert out == "-----BEGIN PRIVATE KEY-----[REDACTED]-----END PRIVATE KEY-----"
+
+    def test_base64_text_body(self, redactor: Redactor) -> None:
+        """A base64 body holding text is decoded, redacted and re-encoded."""
+        body = base64.b64encode(json.dumps({"note": f"key {TOKEN}"}).encode()).decode()
+        out = Redactor().redact({"base64": body})["base64"]
+        assert TOKEN not in base64.b64decode(out).decode()
+
+
+class TestStreams:
+    """Secrets split across consecutive chunks."""
+
+    def test_split_across_delta_content(self, redactor: Redactor) -> None:
+        """The same field of consecutive chunk objects is read as one text."""
+        chunks = [
+            {"choices": [{"delta": {"content": "key: " + TOKEN[:11]}}]},
+            {"choices": [{"delta": {"content": TOKEN[11:] + " end"}}]},
+        ]
+        out = redactor.redact_stream(chunks)
+        assert out == [
+            {"choices": [{"delta": {"content": "key: [REDACTED]"}}]},
+            {"choices": [{"delta": {"content": "[REDACTED] end"}}]},
+        ]
+
+    def test_split_across_sse_events(self) -> None:
+        """Consecutive SSE `data:` events are read as one stream, even without known values."""
+        events = [
+            "data: " + json.dumps({"delta": "token " + GH[:9]}) + "\n\n",
+            "data: " + json.dumps({"delta": GH[9:] + " done"}) + "\n\n",
+        ]
+        out = Redactor().redact_stream(events)
+        assert GH[:9] not in "".join(out)
+        assert GH[9:] not in "".join(out)
+        assert Redactor().redact_text("".join(events)) == "".join(out)
+
+    def test_clean_stream_is_unchanged(self, redactor: Redactor) -> None:
+        """A stream with nothing to redact comes back equal."""
+        chunks = [{"choices": [{"delta": {"content": "Hello"}}]}, {"choices": [{"delta": {}}]}]
+        assert redactor.redact_stream(chunks) == chunks
+
+
+class TestFindings:
+    """Findings name where and what, never the value."""
+
+    def test_findings_name_pointer_rule_and_slot(self, redactor: Redactor) -> None:
+        """A known value is reported with its pointer, slot and a masked preview."""
+        found = redactor.findings({"messages": [{"content": f"k {TOKEN}"}]})
+        assert found == [
+            Finding("/messages/0/content", "known-value", "OPENAI_API_KEY", "sk-p…", 2, 58)
+        ]
+
+    def test_findings_never_hold_the_value(self, redactor: Redactor) -> None:
+        """No field of any finding contains the secret."""
+        data = {"authorization": f"Bearer {TOKEN}", "x": f"{TOKEN} {GH}"}
+        found = redactor.findings(data)
+        assert {f.rule for f in found} >= {"sensitive-key", "known-value", "github-token"}
+        assert all(TOKEN not in repr(f) and GH not in repr(f) for f in found)
+
+
+class TestPlaceholder:
+    """The placeholder never depends on the value; a labelled form is an option."""
+
+    def test_labelled_placeholder(self) -> None:
+        """`labelled=True` names the slot, detector rule or field."""
+        redactor = Redactor(_secrets(OPENAI_API_KEY=TOKEN), labelled=True)
+        out = redactor.redact({"t": f"{TOKEN} {GH}", "password": "x" * 9})
+        assert out == {
+            "t": "[REDACTED:OPENAI_API_KEY] [REDACTED:github-token]",
+            "password": "[REDACTED:password]",
+        }
+
+    def test_same_placeholder_for_different_values(self) -> None:
+        """Two machines with different values of a slot redact to the same text."""
+        one = Redactor(_secrets(OPENAI_API_KEY=TOKEN), detectors=False)
+        two = Redactor(_secrets(OPENAI_API_KEY="dummy-key-for-replay"), detectors=False)
+        assert one.redact(f"k={TOKEN}") == two.redact("k=dummy-key-for-replay")
+
+    def test_is_placeholder(self) -> None:
+        """Our placeholders (plain and labelled) are recognised; other text is not."""
+        redactor = Redactor()
+        assert redactor.is_placeholder("[REDACTED]")
+        assert redactor.is_placeholder("[REDACTED:OPENAI_API_KEY]")
+        assert not redactor.is_placeholder("REDACTED")
+
+    def test_placeholder_that_looks_secret_is_refused(self) -> None:
+        """A placeholder that a detector would flag would break idempotence; refused."""
+        with pytest.raises(UsageError, match="placeholder"):
+            Redactor(placeholder="gh" + "p_" + "A" * 36)
+
+    def test_idempotent(self, redactor: Redactor) -> None:
+        """redact(redact(x)) == redact(x) on a mixed document."""
+        data = {
+            "authorization": f"Bearer {TOKEN}",
+            "url": f"https://h/x?api_key={TOKEN}&b=1",
+            "text": f"see {GH} and {TOKEN}",
+        }
+        once = redactor.redact(data)
+        assert redactor.redact(once) == once
