@@ -1,0 +1,441 @@
+"""The redactkey pytest plugin: record once, replay offline in CI, and know what was used.
+
+Registered through the ``pytest11`` entry point ``redactkey``; ``-p no:redactkey``
+turns it off. The plugin is glue: the store, the redactor, the record/replay layer
+and the transport do the work. It adds
+
+- ``--redactkey-mode`` / ``--redactkey-model-mode`` (same meaning as
+  ``REDACTKEY_MODE`` / ``REDACTKEY_MODEL_MODE``; the option wins; default
+  ``replay``) and the ``redactkey(path=..., mode=..., model_mode=...)`` marker;
+- fixtures: ``run_secrets``, ``redactor``, ``fixture_store``, ``model_fixtures``,
+  ``redactkey_transport`` (for openai / anthropic clients, httpx and httpx2);
+- a per-test network guard in replay (``--redactkey-allow-loopback`` for local servers);
+- an end-of-session summary and a JSON run report, merged across pytest-xdist workers.
+
+Heavy imports (pydantic, detect-secrets, httpx) happen inside the fixtures, so the
+plugin costs nothing for test suites that do not use it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Generator, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from ._errors import FixtureError
+
+__all__ = ["NetworkRefusedError", "RedactkeySettings"]
+
+Mode = Literal["live", "record", "replay", "auto"]
+MODES: tuple[Mode, ...] = ("live", "record", "replay", "auto")
+DEFAULT_MODE: Mode = "replay"
+MODE_ENV = "REDACTKEY_MODE"
+MODEL_MODE_ENV = "REDACTKEY_MODEL_MODE"
+MARKER = "redactkey"
+GUARD_SCOPES = ("used", "all", "off")
+
+# Fixtures whose use makes a test a "redactkey test" (network guard, unused accounting).
+REDACTKEY_FIXTURES = frozenset({
+    "fixture_store",
+    "model_fixtures",
+    "redactkey_settings",
+    "redactkey_tool_transport",
+    "redactkey_transport",
+})
+
+_STATE_KEY = pytest.StashKey["_SessionState"]()
+_SETTINGS_KEY = pytest.StashKey["RedactkeySettings"]()
+
+HOW_TO_RECORD = "run with --redactkey-mode=record (or auto) to record it"
+
+
+class NetworkRefusedError(FixtureError):
+    """A test tried to reach the network while redactkey replays.
+
+    Deliberately not an ``OSError``: HTTP clients turn ``OSError`` into their own
+    connection errors and SDKs retry those, hiding the message.
+    """
+
+    def __init__(self, nodeid: str, target: str, mode: str) -> None:
+        self.nodeid = nodeid
+        self.target = target
+        self.mode = mode
+        super().__init__(
+            f"{nodeid}: network connection to {target} refused: redactkey replays "
+            f"(mode {mode}) and a replay run never reaches the network; {HOW_TO_RECORD}, "
+            "pass the client the redactkey_transport fixture "
+            "(http_client=httpx2.Client(transport=redactkey_transport)), or allow local "
+            "servers with --redactkey-allow-loopback"
+        )
+
+
+# --------------------------------------------------------------------------- options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("redactkey", "redactkey: record and replay model and tool calls")
+    group.addoption(
+        "--redactkey-mode", dest="redactkey_mode", choices=MODES, default=None,
+        help=f"live | record | replay | auto for tool and model calls (default: ${MODE_ENV}, "
+        "else replay)",
+    )
+    group.addoption(
+        "--redactkey-model-mode", dest="redactkey_model_mode", choices=MODES, default=None,
+        help=f"override the mode for model calls only (default: ${MODEL_MODE_ENV}, else the "
+        "--redactkey-mode)",
+    )
+    group.addoption(
+        "--redactkey-allow-loopback", dest="redactkey_allow_loopback", action="store_true",
+        default=None, help="in replay, allow connections to loopback addresses (local servers)",
+    )
+    group.addoption(
+        "--redactkey-fail-unused", dest="redactkey_fail_unused", action="store_true",
+        default=False, help="fail the run when fixture files were not used by any test",
+    )
+    group.addoption(
+        "--redactkey-report", dest="redactkey_report", default=None, metavar="PATH",
+        help="where to write the JSON run report (default: ini redactkey_report)",
+    )
+    parser.addini(
+        "redactkey_fixture_dir",
+        "fixture directory, relative to the rootdir; {module} is the test module's name and "
+        "{module_path} its path without .py (default: <test dir>/fixtures/<module>)",
+        default="",
+    )
+    parser.addini(
+        "redactkey_allow_loopback", "in replay, allow connections to loopback addresses",
+        type="bool", default=False,
+    )
+    parser.addini(
+        "redactkey_network_guard",
+        "which tests get the replay network guard: used (tests using redactkey fixtures or "
+        "the marker), all, off",
+        default="used",
+    )
+    parser.addini(
+        "redactkey_report", "JSON run report path, relative to the rootdir ('' to not write it)",
+        default=".redactkey-report.json",
+    )
+    parser.addini(
+        "redactkey_secrets",
+        "environment variables whose values are secrets even if their names do not look so",
+        type="linelist", default=[],
+    )
+
+
+def _check_mode(value: str | None, source: str) -> Mode | None:
+    if value is None or value == "":
+        return None
+    for mode in MODES:
+        if value == mode:
+            return mode
+    raise pytest.UsageError(
+        f"{source}={value!r} is not a redactkey mode; use one of {', '.join(MODES)}"
+    )
+
+
+@dataclass(frozen=True)
+class _ConfigSettings:
+    """Session-wide settings, resolved once from options, environment and ini."""
+
+    mode: Mode | None  # explicit session mode (option, else env), None for the default
+    model_mode: Mode | None
+    allow_loopback: bool
+    guard: str
+    fixture_dir: str
+    report_path: Path | None
+    fail_unused: bool
+    secret_names: tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> _ConfigSettings:
+        mode = _check_mode(config.getoption("redactkey_mode"), "--redactkey-mode") or _check_mode(
+            os.environ.get(MODE_ENV), MODE_ENV
+        )
+        model_mode = _check_mode(
+            config.getoption("redactkey_model_mode"), "--redactkey-model-mode"
+        ) or _check_mode(os.environ.get(MODEL_MODE_ENV), MODEL_MODE_ENV)
+        loopback_opt = config.getoption("redactkey_allow_loopback")
+        allow_loopback = (
+            bool(config.getini("redactkey_allow_loopback")) if loopback_opt is None
+            else bool(loopback_opt)
+        )
+        guard = str(config.getini("redactkey_network_guard")).strip() or "used"
+        if guard not in GUARD_SCOPES:
+            raise pytest.UsageError(
+                f"ini redactkey_network_guard={guard!r}: use one of {', '.join(GUARD_SCOPES)}"
+            )
+        report_opt = config.getoption("redactkey_report")
+        report_text = str(config.getini("redactkey_report")) if report_opt is None else report_opt
+        report_path = config.rootpath / report_text if report_text.strip() else None
+        return cls(
+            mode=mode,
+            model_mode=model_mode,
+            allow_loopback=allow_loopback,
+            guard=guard,
+            fixture_dir=str(config.getini("redactkey_fixture_dir")).strip(),
+            report_path=report_path,
+            fail_unused=bool(config.getoption("redactkey_fail_unused")),
+            secret_names=tuple(str(n) for n in config.getini("redactkey_secrets")),
+        )
+
+
+@dataclass(frozen=True)
+class RedactkeySettings:
+    """What redactkey does for one test: its modes and its fixture directory."""
+
+    nodeid: str
+    mode: Mode
+    model_mode: Mode
+    fixture_dir: Path
+    allow_loopback: bool
+
+    @property
+    def replays_only(self) -> bool:
+        """True when neither tool nor model calls may go live: the network guard applies."""
+        return self.mode == "replay" and self.model_mode == "replay"
+
+
+def _marker_kwargs(item: pytest.Item) -> dict[str, Any]:
+    # Closest marker wins per keyword: a function marker overrides a module's pytestmark.
+    merged: dict[str, Any] = {}
+    for marker in reversed(list(item.iter_markers(MARKER))):
+        if marker.args:
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.{MARKER} takes keywords only "
+                "(path=..., mode=..., model_mode=...)"
+            )
+        unknown = set(marker.kwargs) - {"path", "mode", "model_mode"}
+        if unknown:
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.{MARKER} got unknown keyword(s) "
+                f"{', '.join(sorted(unknown))}; it takes path, mode and model_mode"
+            )
+        merged.update(marker.kwargs)
+    return merged
+
+
+def _module_path(item: pytest.Item) -> Path:
+    return Path(str(item.path))
+
+
+def _fixture_dir(item: pytest.Item, conf: _ConfigSettings, marker_path: Any) -> Path:
+    test_file = _module_path(item)
+    if marker_path is not None:
+        path = Path(os.fspath(marker_path))
+        return path if path.is_absolute() else test_file.parent / path
+    module = test_file.stem
+    if conf.fixture_dir:
+        rootpath = item.config.rootpath
+        try:
+            rel = test_file.relative_to(rootpath).with_suffix("")
+        except ValueError:
+            rel = Path(module)
+        text = conf.fixture_dir.replace("{module_path}", rel.as_posix()).replace(
+            "{module}", module
+        )
+        path = Path(text)
+        return path if path.is_absolute() else rootpath / path
+    return test_file.parent / "fixtures" / module
+
+
+def _settings_for(item: pytest.Item) -> RedactkeySettings:
+    cached = item.stash.get(_SETTINGS_KEY, None)
+    if cached is not None:
+        return cached
+    conf = item.config.stash[_STATE_KEY].conf
+    kwargs = _marker_kwargs(item)
+    where = f"{item.nodeid}: @pytest.mark.{MARKER}"
+    marker_mode = _check_mode(kwargs.get("mode"), f"{where} mode")
+    marker_model_mode = _check_mode(kwargs.get("model_mode"), f"{where} model_mode")
+    # The marker is the most specific: it beats the option, which beats the environment.
+    mode: Mode = marker_mode or conf.mode or DEFAULT_MODE
+    model_mode: Mode = marker_model_mode or marker_mode or conf.model_mode or mode
+    settings = RedactkeySettings(
+        nodeid=item.nodeid,
+        mode=mode,
+        model_mode=model_mode,
+        fixture_dir=_fixture_dir(item, conf, kwargs.get("path")),
+        allow_loopback=conf.allow_loopback,
+    )
+    item.stash[_SETTINGS_KEY] = settings
+    return settings
+
+
+def _uses_redactkey(item: pytest.Item) -> bool:
+    names = getattr(item, "fixturenames", ())
+    return item.get_closest_marker(MARKER) is not None or any(
+        name in REDACTKEY_FIXTURES for name in names
+    )
+
+
+# --------------------------------------------------------------------------- network guard
+
+
+def _target(address: Any) -> tuple[str, str] | None:
+    """(host, "host:port") for an internet address, None for anything else (AF_UNIX, ...)."""
+    if isinstance(address, tuple) and len(address) >= 2 and isinstance(address[0], str):
+        host, port = address[0], address[1]
+        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return host, shown
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost.localdomain", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+class _NetworkGuard:
+    """Refuses outgoing internet connections while one test runs, then restores `socket`."""
+
+    def __init__(self, settings: RedactkeySettings, blocked: list[str]) -> None:
+        self.settings = settings
+        self.blocked = blocked
+
+    def check(self, sock: socket.socket, address: Any) -> None:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return
+        target = _target(address)
+        if target is None:
+            return
+        host, shown = target
+        if self.settings.allow_loopback and _is_loopback(host):
+            return
+        self.blocked.append(shown)
+        # socket.create_connection closes its socket only on OSError; close it here so a
+        # refused connection leaves no unclosed-socket ResourceWarning behind.
+        sock.close()
+        raise NetworkRefusedError(self.settings.nodeid, shown, self.settings.mode)
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        original_connect = socket.socket.connect
+        original_connect_ex = socket.socket.connect_ex
+        guard = self
+
+        def connect(self: socket.socket, address: Any) -> None:
+            guard.check(self, address)
+            original_connect(self, address)
+
+        def connect_ex(self: socket.socket, address: Any) -> int:
+            guard.check(self, address)
+            return original_connect_ex(self, address)
+
+        # asyncio's selector loop (create_connection, sock_connect) ends in sock.connect,
+        # and ssl.SSLSocket subclasses socket.socket, so these two cover every path
+        # that goes through the socket module.
+        patch = pytest.MonkeyPatch()
+        patch.setattr(socket.socket, "connect", connect)
+        patch.setattr(socket.socket, "connect_ex", connect_ex)
+        try:
+            yield
+        finally:
+            patch.undo()
+
+
+# --------------------------------------------------------------------------- session state
+
+
+class _SessionState:
+    """Per-process bookkeeping; merged on the xdist controller."""
+
+    def __init__(self, config: pytest.Config, conf: _ConfigSettings) -> None:
+        self.config = config
+        self.conf = conf
+        self.blocked: dict[str, list[str]] = {}  # nodeid -> targets refused
+
+    # Guard every phase of a guarded test (fixtures may call out in setup).
+    def _guarded(self, item: pytest.Item, *, resolve: bool) -> _NetworkGuard | None:
+        if self.conf.guard == "off":
+            return None
+        if self.conf.guard == "used" and not _uses_redactkey(item):
+            return None
+        # Resolve (and report a bad marker) in setup only; later phases reuse the result.
+        settings = _settings_for(item) if resolve else item.stash.get(_SETTINGS_KEY, None)
+        if settings is None or not settings.replays_only:
+            return None
+        return _NetworkGuard(settings, self.blocked.setdefault(item.nodeid, []))
+
+    @contextmanager
+    def _phase(self, item: pytest.Item, *, resolve: bool = False) -> Iterator[None]:
+        guard = self._guarded(item, resolve=resolve)
+        if guard is None:
+            yield
+            return
+        with guard.active():
+            yield
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        with self._phase(item, resolve=True):
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        with self._phase(item):
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, None, None]:
+        with self._phase(item):
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        blocked = self.blocked.get(item.nodeid)
+        if blocked and report.failed:
+            # An SDK may wrap or swallow the error; say what happened regardless.
+            report.sections.append((
+                "redactkey",
+                f"network connection(s) refused in replay: {', '.join(blocked)}; "
+                f"{HOW_TO_RECORD}",
+            ))
+        return report
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(path=None, mode=None, model_mode=None): redactkey fixture directory "
+        "(relative to the test file) and record/replay mode for these tests",
+    )
+    state = _SessionState(config, _ConfigSettings.from_config(config))
+    config.stash[_STATE_KEY] = state
+    config.pluginmanager.register(state, "redactkey-session")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE_KEY, None)
+    if state is not None:
+        config.pluginmanager.unregister(state)
+        del config.stash[_STATE_KEY]
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture
+def redactkey_settings(request: pytest.FixtureRequest) -> RedactkeySettings:
+    """This test's modes and fixture directory (after marker, option, env and ini)."""
+    return _settings_for(request.node)
+
+
+def _environ_view() -> Mapping[str, str]:
+    return dict(os.environ)

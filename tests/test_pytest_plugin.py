@@ -1,0 +1,430 @@
+"""The pytest plugin, driven through pytester: options, markers, fixture directories, guard."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+# hypothesis's plugin costs ~0.6 s per inner session and is not needed there.
+QUIET = ("-p", "no:hypothesispytest", "-p", "no:randomly")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("REDACTKEY_MODE", "REDACTKEY_MODEL_MODE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """Run pytest in-process on the pytester project."""
+    return pytester.runpytest(*QUIET, *args)
+
+
+SHOW_SETTINGS = """
+    def test_show(redactkey_settings):
+        print("MODE", redactkey_settings.mode, redactkey_settings.model_mode)
+        print("DIR", redactkey_settings.fixture_dir)
+"""
+
+
+class TestModeOptions:
+    """`--redactkey-mode`, `--redactkey-model-mode`, the environment and the marker."""
+
+    @pytest.mark.parametrize(
+        ("env", "args", "expected"),
+        [
+            ({}, [], "MODE replay replay"),
+            ({"REDACTKEY_MODE": "record"}, [], "MODE record record"),
+            ({"REDACTKEY_MODE": "record"}, ["--redactkey-mode=auto"], "MODE auto auto"),
+            ({}, ["--redactkey-mode=live"], "MODE live live"),
+            ({"REDACTKEY_MODEL_MODE": "live"}, [], "MODE replay live"),
+            (
+                {"REDACTKEY_MODEL_MODE": "live"},
+                ["--redactkey-model-mode=record"],
+                "MODE replay record",
+            ),
+            ({"REDACTKEY_MODE": "record"}, ["--redactkey-model-mode=replay"], "MODE record replay"),
+        ],
+        ids=["default", "env", "option-wins", "option", "model-env", "model-option", "model-only"],
+    )
+    def test_resolution(
+        self,
+        pytester: pytest.Pytester,
+        monkeypatch: pytest.MonkeyPatch,
+        env: dict[str, str],
+        args: list[str],
+        expected: str,
+    ) -> None:
+        """The option beats the environment; the model mode falls back to the mode."""
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        pytester.makepyfile(SHOW_SETTINGS)
+        result = run(pytester, "-s", *args)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines([f"*{expected}"])
+
+    def test_marker_beats_option(self, pytester: pytest.Pytester) -> None:
+        """A marker's mode is the most specific setting and wins over the option."""
+        pytester.makepyfile(
+            """
+            import pytest
+
+            pytestmark = pytest.mark.redactkey(mode="auto")
+
+            @pytest.mark.redactkey(model_mode="live")
+            def test_show(redactkey_settings):
+                print("MODE", redactkey_settings.mode, redactkey_settings.model_mode)
+            """
+        )
+        result = run(pytester, "-s", "--redactkey-mode=record")
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["*MODE auto live"])
+
+    def test_bad_env_mode_is_a_usage_error(
+        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A bad REDACTKEY_MODE stops the run with the variable and the valid modes."""
+        monkeypatch.setenv("REDACTKEY_MODE", "recrod")
+        pytester.makepyfile(SHOW_SETTINGS)
+        result = run(pytester)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*REDACTKEY_MODE='recrod'*live, record, replay, auto*"])
+
+    def test_bad_option_mode_is_rejected(self, pytester: pytest.Pytester) -> None:
+        """argparse rejects a mode that is not one of the four."""
+        pytester.makepyfile(SHOW_SETTINGS)
+        result = run(pytester, "--redactkey-mode=replay-all")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*--redactkey-mode*invalid choice*"])
+
+    def test_bad_marker_mode_fails_the_test(self, pytester: pytest.Pytester) -> None:
+        """A marker with an unknown mode names the test and the valid modes."""
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.redactkey(mode="sometimes")
+            def test_show(redactkey_settings):
+                pass
+            """
+        )
+        result = run(pytester)
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*test_show*mode='sometimes'*live, record, replay, auto*"])
+
+    def test_marker_rejects_unknown_keywords(self, pytester: pytest.Pytester) -> None:
+        """A typo in a marker keyword is an error, not silently ignored."""
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.redactkey(pth="x")
+            def test_show(redactkey_settings):
+                pass
+            """
+        )
+        result = run(pytester)
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*unknown keyword(s) pth*"])
+
+    def test_marker_is_registered_for_strict_markers(self, pytester: pytest.Pytester) -> None:
+        """`--strict-markers` accepts the marker and lists it in `--markers`."""
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.redactkey(path="here")
+            def test_ok():
+                pass
+            """
+        )
+        run(pytester, "--strict-markers").assert_outcomes(passed=1)
+        run(pytester, "--markers").stdout.fnmatch_lines(["@pytest.mark.redactkey(path=*"])
+
+    def test_coexists_with_pytest_recording_options(self, pytester: pytest.Pytester) -> None:
+        """pytest-recording's option names (`--record-mode`, ...) do not clash with ours."""
+        # The options pytest-recording registers, as it registers them.
+        pytester.makeconftest(
+            """
+            def pytest_addoption(parser):
+                group = parser.getgroup("recording")
+                group.addoption("--record-mode", action="store", default=None,
+                                choices=["once", "new_episodes", "none", "all", "rewrite"])
+                group.addoption("--block-network", action="store_true", default=False)
+                group.addoption("--allowed-hosts", action="store", default=None)
+                group.addoption("--disable-recording", action="store_true", default=False)
+
+            def pytest_report_header(config):
+                return "record-mode=" + str(config.getoption("record_mode"))
+            """
+        )
+        pytester.makepyfile(SHOW_SETTINGS)
+        result = run(pytester, "-s", "--record-mode=none", "--redactkey-mode=record")
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["record-mode=none", "*MODE record record"])
+
+
+class TestFixtureDirectory:
+    """Where a test's fixtures live: per module by default, ini and marker to change it."""
+
+    def test_default_is_per_module(self, pytester: pytest.Pytester) -> None:
+        """By default it is `<test dir>/fixtures/<module name>`."""
+        pytester.makepyfile(test_calls=SHOW_SETTINGS)
+        result = run(pytester, "-s")
+        result.stdout.fnmatch_lines([f"*DIR {pytester.path / 'fixtures' / 'test_calls'}"])
+
+    @pytest.mark.parametrize(
+        ("ini", "expected"),
+        [
+            ("recorded/{module}", "recorded/test_calls"),
+            ("recorded/{module_path}", "recorded/sub/test_calls"),
+            ("recorded", "recorded"),
+        ],
+        ids=["module", "module-path", "shared"],
+    )
+    def test_ini_template(self, pytester: pytest.Pytester, ini: str, expected: str) -> None:
+        """The ini option is relative to the rootdir and fills {module} / {module_path}."""
+        pytester.makeini(f"[pytest]\nredactkey_fixture_dir = {ini}\n")
+        sub = pytester.mkpydir("sub")
+        (sub / "test_calls.py").write_text(SHOW_SETTINGS.replace("\n    ", "\n"))
+        result = run(pytester, "-s")
+        result.stdout.fnmatch_lines([f"*DIR {pytester.path / expected}"])
+
+    def test_marker_path_is_relative_to_the_test_file(self, pytester: pytest.Pytester) -> None:
+        """A marker path is relative to the test file, and beats the ini option."""
+        pytester.makeini("[pytest]\nredactkey_fixture_dir = elsewhere\n")
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.redactkey(path="shared/calls")
+            def test_show(redactkey_settings):
+                print("DIR", redactkey_settings.fixture_dir)
+            """
+        )
+        result = run(pytester, "-s")
+        result.stdout.fnmatch_lines([f"*DIR {pytester.path / 'shared' / 'calls'}"])
+
+
+# A local TCP server for the loopback cases, started inside the inner test.
+SERVER = """
+import socket
+import threading
+
+import pytest
+
+
+@pytest.fixture
+def server():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    def accept():
+        conn, _ = listener.accept()
+        conn.close()
+    threading.Thread(target=accept, daemon=True).start()
+    yield listener.getsockname()
+    listener.close()
+"""
+
+REMOTE = '("192.0.2.1", 9)'  # TEST-NET-1: documentation range, never routed
+
+
+class TestNetworkGuard:
+    """In replay, a redactkey test cannot reach the network; the patch ends with the test."""
+
+    def test_refuses_with_test_name_and_how_to_record(self, pytester: pytest.Pytester) -> None:
+        """The error names the test, the target and how to record."""
+        pytester.makepyfile(
+            f"""
+            import socket
+
+            def test_remote(redactkey_settings):
+                sock = socket.socket()
+                sock.settimeout(0.5)
+                sock.connect({REMOTE})
+            """
+        )
+        result = run(pytester)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([
+            "*NetworkRefusedError: test_refuses_with_test_name_and_how_to_record.py::test_remote:"
+            " network connection to 192.0.2.1:9 refused*--redactkey-mode=record*",
+        ])
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            f"socket.socket().connect_ex({REMOTE})",
+            f"socket.create_connection({REMOTE}, timeout=0.5)",
+            f"asyncio.run(asyncio.wait_for(asyncio.open_connection(*{REMOTE}), 0.5))",
+            "httpx2.Client(timeout=0.5).get('http://192.0.2.1:9/')",
+            "httpx.Client(timeout=0.5).get('http://192.0.2.1:9/')",
+        ],
+        ids=["connect_ex", "create_connection", "asyncio", "httpx2", "httpx"],
+    )
+    def test_every_path_is_refused(self, pytester: pytest.Pytester, call: str) -> None:
+        """connect_ex, create_connection, asyncio and the httpx clients all hit the guard."""
+        pytester.makepyfile(
+            f"""
+            import asyncio
+            import socket
+
+            import httpx
+            import httpx2
+            import pytest
+            from redactkey.pytest_plugin import NetworkRefusedError
+
+            def test_remote(redactkey_settings):
+                with pytest.raises(NetworkRefusedError, match="192.0.2.1:9"):
+                    {call}
+            """
+        )
+        run(pytester).assert_outcomes(passed=1)
+
+    @pytest.mark.parametrize(
+        ("args", "outcome"),
+        [
+            ([], "failed"),
+            (["--redactkey-allow-loopback"], "passed"),
+            (["--redactkey-mode=record"], "passed"),
+            (["--redactkey-model-mode=live"], "passed"),
+        ],
+        ids=["replay", "allow-loopback", "record", "live-model"],
+    )
+    def test_loopback(self, pytester: pytest.Pytester, args: list[str], outcome: str) -> None:
+        """Loopback is refused in replay unless allowed; other modes are not guarded."""
+        pytester.makeconftest(SERVER)
+        pytester.makepyfile(
+            """
+            import socket
+
+            def test_local(redactkey_settings, server):
+                socket.create_connection(server, timeout=2).close()
+            """
+        )
+        result = run(pytester, *args)
+        result.assert_outcomes(**{outcome: 1})
+
+    def test_loopback_ini(self, pytester: pytest.Pytester) -> None:
+        """The ini option allows loopback too."""
+        pytester.makeini("[pytest]\nredactkey_allow_loopback = true\n")
+        pytester.makeconftest(SERVER)
+        pytester.makepyfile(
+            """
+            import socket
+
+            def test_local(redactkey_settings, server):
+                socket.create_connection(server, timeout=2).close()
+            """
+        )
+        run(pytester).assert_outcomes(passed=1)
+
+    @pytest.mark.parametrize(
+        ("guard", "outcomes"),
+        [
+            ("used", {"passed": 1, "failed": 1}),
+            ("all", {"failed": 2}),
+            ("off", {"passed": 2}),
+        ],
+    )
+    def test_guard_scope(
+        self, pytester: pytest.Pytester, guard: str, outcomes: dict[str, int]
+    ) -> None:
+        """By default only tests that use redactkey are guarded; `all` and `off` change it."""
+        pytester.makeini(f"[pytest]\nredactkey_network_guard = {guard}\n")
+        pytester.makeconftest(SERVER)
+        pytester.makepyfile(
+            """
+            import socket
+
+            def test_plain(server):
+                socket.create_connection(server, timeout=2).close()
+
+            def test_redactkey(redactkey_settings, server):
+                socket.create_connection(server, timeout=2).close()
+            """
+        )
+        run(pytester).assert_outcomes(**outcomes)
+
+    def test_marker_alone_guards(self, pytester: pytest.Pytester) -> None:
+        """The marker makes a test a redactkey test even without the fixtures."""
+        pytester.makeconftest(SERVER)
+        pytester.makepyfile(
+            """
+            import socket
+            import pytest
+
+            @pytest.mark.redactkey
+            def test_marked(server):
+                socket.create_connection(server, timeout=2).close()
+            """
+        )
+        run(pytester).assert_outcomes(failed=1)
+
+    def test_patch_is_test_scoped(self, pytester: pytest.Pytester) -> None:
+        """After a guarded test the next test connects again and `socket` is restored."""
+        pytester.makeconftest(SERVER)
+        pytester.makepyfile(
+            f"""
+            import socket
+            import pytest
+            from redactkey.pytest_plugin import NetworkRefusedError
+
+            def test_guarded(redactkey_settings):
+                assert "connect" in socket.socket.__dict__
+                with pytest.raises(NetworkRefusedError):
+                    socket.create_connection({REMOTE}, timeout=0.5)
+
+            def test_after(server):
+                assert "connect" not in socket.socket.__dict__
+                socket.create_connection(server, timeout=2).close()
+            """
+        )
+        run(pytester).assert_outcomes(passed=2)
+        assert "connect" not in socket.socket.__dict__
+        assert "connect_ex" not in socket.socket.__dict__
+
+    def test_fixture_setup_is_guarded(self, pytester: pytest.Pytester) -> None:
+        """A fixture that calls out during setup is refused too."""
+        pytester.makepyfile(
+            f"""
+            import socket
+            import pytest
+
+            @pytest.fixture
+            def remote(redactkey_settings):
+                socket.create_connection({REMOTE}, timeout=0.5)
+
+            def test_uses(remote):
+                pass
+            """
+        )
+        result = run(pytester)
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*NetworkRefusedError*test_uses*192.0.2.1:9*"])
+
+    def test_swallowed_error_is_still_reported(self, pytester: pytest.Pytester) -> None:
+        """When client code hides the error, the failure report still says what happened."""
+        pytester.makepyfile(
+            f"""
+            import socket
+
+            def test_hides(redactkey_settings):
+                try:
+                    socket.create_connection({REMOTE}, timeout=0.5)
+                except Exception:
+                    raise AssertionError("connection error") from None
+            """
+        )
+        result = run(pytester)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([
+            "*redactkey*",
+            "network connection(s) refused in replay: 192.0.2.1:9; run with "
+            "--redactkey-mode=record*",
+        ])
