@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -212,6 +213,7 @@ class TestFixtureDirectory:
 
 # A local TCP server for the loopback cases, started inside the inner test.
 SERVER = """
+import json
 import socket
 import threading
 
@@ -223,8 +225,12 @@ def server():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
+    listener.settimeout(5)
     def accept():
-        conn, _ = listener.accept()
+        try:
+            conn, _ = listener.accept()
+        except OSError:  # closed before anyone connected (the guard refused)
+            return
         conn.close()
     threading.Thread(target=accept, daemon=True).start()
     yield listener.getsockname()
@@ -428,3 +434,127 @@ class TestNetworkGuard:
             "network connection(s) refused in replay: 192.0.2.1:9; run with "
             "--redactkey-mode=record*",
         ])
+
+
+# A stand-in for the record/replay layer: it stores and looks up calls by hand.
+CALLS = """
+import hashlib
+
+from redactkey import Fixture
+
+
+def key(n):
+    return hashlib.sha256(str(n).encode()).hexdigest()
+
+
+def call(store, n, mode):
+    found = store.get("chat", key(n))
+    if found is not None and mode != "record":
+        return found.answer
+    assert mode != "replay", f"missing call {n}"
+    store.put(Fixture(key=key(n), kind="chat", request={"n": n}, answer=f"answer {n}"))
+    return f"answer {n}"
+"""
+
+
+def _project(pytester: pytest.Pytester, calls: dict[str, list[int]]) -> None:
+    pytester.makeconftest(CALLS)
+    body = ["from conftest import call\n"]
+    for name, numbers in calls.items():
+        body.append(
+            f"def {name}(fixture_store, redactkey_settings):\n"
+            f"    for n in {numbers!r}:\n"
+            f"        assert call(fixture_store, n, redactkey_settings.mode) == f'answer {{n}}'\n"
+        )
+    pytester.makepyfile(test_calls="\n".join(body))
+
+
+class TestSessionSummary:
+    """The end-of-session summary, the run report and `--redactkey-fail-unused`."""
+
+    def test_record_then_replay(self, pytester: pytest.Pytester) -> None:
+        """A first run records, a second replays the same calls and reports them."""
+        _project(pytester, {"test_one": [1, 2], "test_two": [3]})
+        first = run(pytester, "--redactkey-mode=record")
+        first.assert_outcomes(passed=2)
+        first.stdout.fnmatch_lines([
+            "*= redactkey =*", "replayed 0, recorded 3, missing 0, unused files 0",
+        ])
+        second = run(pytester)
+        second.assert_outcomes(passed=2)
+        second.stdout.fnmatch_lines(["replayed 3, recorded 0, missing 0, unused files 0"])
+
+    def test_missing_names_the_test(self, pytester: pytest.Pytester) -> None:
+        """A call with no recording is listed with the test that made it."""
+        _project(pytester, {"test_one": [1]})
+        result = run(pytester)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([
+            "missing (no recorded call; run with --redactkey-mode=record (or auto)*",
+            "  test_calls.py::test_one: chat 6b86b273ff34… in fixtures/test_calls",
+        ])
+
+    def test_unused_files_reported_and_fail_with_option(self, pytester: pytest.Pytester) -> None:
+        """Files no test used are listed; with the option the run fails."""
+        _project(pytester, {"test_one": [1, 2]})
+        run(pytester, "--redactkey-mode=record").assert_outcomes(passed=1)
+        _project(pytester, {"test_one": [1]})
+        result = run(pytester)
+        result.assert_outcomes(passed=1)
+        assert result.ret == pytest.ExitCode.OK
+        result.stdout.fnmatch_lines([
+            "replayed 1, recorded 0, missing 0, unused files 1",
+            "unused fixture files (no test replayed or recorded them):",
+            "  fixtures/test_calls/@model.chat.d4735e3a*.json",
+        ])
+        failing = run(pytester, "--redactkey-fail-unused")
+        failing.assert_outcomes(passed=1)
+        assert failing.ret == pytest.ExitCode.TESTS_FAILED
+        failing.stdout.fnmatch_lines(
+            ["FAILED: 1 unused fixture file(s) (--redactkey-fail-unused)*"]
+        )
+
+    def test_partial_runs_do_not_count_unused(self, pytester: pytest.Pytester) -> None:
+        """With tests deselected, their directory is not checked and the option does not fail."""
+        _project(pytester, {"test_one": [1], "test_two": [2]})
+        run(pytester, "--redactkey-mode=record").assert_outcomes(passed=2)
+        result = run(pytester, "-k", "one", "--redactkey-fail-unused")
+        result.assert_outcomes(passed=1, deselected=1)
+        assert result.ret == pytest.ExitCode.OK
+        result.stdout.fnmatch_lines([
+            "*unused files 0",
+            "unused files not checked in fixtures/test_calls: 1 test(s) using it did not run",
+        ])
+
+    def test_report_document(self, pytester: pytest.Pytester) -> None:
+        """The JSON report lists each call with its test, file and outcome, paths relative."""
+        _project(pytester, {"test_one": [1]})
+        run(pytester, "--redactkey-mode=record", "--redactkey-report=out/report.json")
+        doc = json.loads((pytester.path / "out" / "report.json").read_text())
+        assert doc["mode"] == "record"
+        assert (doc["missing"], doc["replayed"], doc["unused"]) == ([], [], [])
+        [event] = doc["recorded"]
+        assert event["test"] == "test_calls.py::test_one"
+        assert event["file"].startswith("fixtures/test_calls/@model.chat.6b86b273")
+
+    def test_no_report_without_redactkey_tests(self, pytester: pytest.Pytester) -> None:
+        """A session that never uses redactkey prints no summary and writes no report."""
+        pytester.makepyfile("def test_plain():\n    pass\n")
+        result = run(pytester)
+        result.assert_outcomes(passed=1)
+        assert "= redactkey =" not in result.stdout.str()
+        assert not (pytester.path / ".redactkey-report.json").exists()
+
+    def test_xdist_workers_merge(self, pytester: pytest.Pytester) -> None:
+        """Under pytest-xdist the controller merges every worker's share."""
+        _project(pytester, {f"test_{i}": [i] for i in range(6)})
+        first = pytester.runpytest_subprocess(*QUIET, "-n", "2", "--redactkey-mode=record")
+        first.assert_outcomes(passed=6)
+        first.stdout.fnmatch_lines(["replayed 0, recorded 6, missing 0, unused files 0"])
+        (pytester.path / "fixtures" / "test_calls" / "http.{}.json".format("0" * 64)).write_text(
+            "{}"
+        )
+        second = pytester.runpytest_subprocess(*QUIET, "-n", "2", "--redactkey-fail-unused")
+        second.assert_outcomes(passed=6)
+        second.stdout.fnmatch_lines(["replayed 6, recorded 0, missing 0, unused files 1"])
+        assert second.ret == pytest.ExitCode.TESTS_FAILED

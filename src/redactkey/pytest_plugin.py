@@ -21,17 +21,21 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
 from ._errors import FixtureError
 
-__all__ = ["NetworkRefusedError", "RedactkeySettings"]
+if TYPE_CHECKING:
+    from ._format import Fixture
+    from ._store import FixtureStore
+
+__all__ = ["NetworkRefusedError", "RedactkeySettings", "TrackedStore"]
 
 Mode = Literal["live", "record", "replay", "auto"]
 MODES: tuple[Mode, ...] = ("live", "record", "replay", "auto")
@@ -345,18 +349,220 @@ class _NetworkGuard:
             patch.undo()
 
 
+# --------------------------------------------------------------------------- accounting
+
+
+class TrackedStore:
+    """A fixture store that tells the session which calls a test replayed or recorded.
+
+    It delegates to the real store (a `FixtureDir` by default); the plugin hands it to
+    `ModelFixtures` and `FixtureTransport`, so the summary needs nothing from them.
+    """
+
+    def __init__(self, inner: FixtureStore, nodeid: str) -> None:
+        self.inner = inner
+        self.nodeid = nodeid
+        # (kind, key) -> "replayed" | "recorded" | "missing", in first-seen order
+        self.calls: dict[tuple[str, str], str] = {}
+
+    def __repr__(self) -> str:
+        return f"TrackedStore({self.inner!r})"
+
+    @property
+    def location(self) -> str:
+        return self.inner.location
+
+    @property
+    def path(self) -> Path:
+        """The fixture directory (or cassette file)."""
+        return Path(self.inner.location)
+
+    def get(self, kind: str, key: str) -> Fixture | None:
+        fixture = self.inner.get(kind, key)
+        if self.calls.get((kind, key)) != "recorded":
+            self.calls[(kind, key)] = "missing" if fixture is None else "replayed"
+        return fixture
+
+    def put(self, fixture: Fixture) -> Path:
+        path = self.inner.put(fixture)
+        self.calls[(fixture.kind, fixture.key)] = "recorded"
+        return path
+
+    def path_for(self, kind: str, key: str) -> Path:
+        return self.inner.path_for(kind, key)
+
+    def iter_fixtures(self, kind: str | None = None) -> Iterator[Fixture]:
+        return self.inner.iter_fixtures(kind)
+
+    def events(self, root: Path) -> list[dict[str, str]]:
+        """What this test did, one JSON-ready record per call; paths relative to `root`."""
+        return [
+            {
+                "test": self.nodeid,
+                "outcome": outcome,
+                "kind": kind,
+                "key": key,
+                "store": _shown(Path(self.location), root),
+                "file": _shown(self.path_for(kind, key), root),
+            }
+            for (kind, key), outcome in self.calls.items()
+        ]
+
+
+def _shown(path: Path, root: Path) -> str:
+    """`path` relative to the rootdir when inside it (portable reports), else absolute."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _new_part() -> dict[str, Any]:
+    # One process's share of the run; JSON data only so xdist can ship it to the controller.
+    return {"events": [], "dirs": {}, "blocked": {}, "used": False}
+
+
+def _merge_parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    merged = _new_part()
+    for part in parts:
+        merged["events"].extend(part["events"])
+        merged["used"] = merged["used"] or part["used"]
+        for nodeid, targets in part["blocked"].items():
+            merged["blocked"].setdefault(nodeid, []).extend(targets)
+        for path, info in part["dirs"].items():
+            into = merged["dirs"].setdefault(
+                path, {"tests": [], "ran": [], "deselected": 0, "live": False}
+            )
+            # Every xdist worker collects every test; only the runs differ.
+            into["tests"] = sorted(set(into["tests"]) | set(info["tests"]))
+            into["ran"] = sorted(set(into["ran"]) | set(info["ran"]))
+            into["deselected"] = max(into["deselected"], info["deselected"])
+            into["live"] = into["live"] or info["live"]
+    merged["events"].sort(key=lambda e: (e["test"], e["file"], e["outcome"]))
+    return merged
+
+
+@dataclass
+class _Summary:
+    replayed: list[dict[str, str]]
+    recorded: list[dict[str, str]]
+    missing: list[dict[str, str]]
+    unused: list[str]
+    unchecked: list[str]  # directories whose unused files were not checked, with why
+    blocked: dict[str, list[str]]
+
+    def document(self, mode: str, model_mode: str) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "mode": mode,
+            "model_mode": model_mode,
+            "replayed": self.replayed,
+            "recorded": self.recorded,
+            "missing": self.missing,
+            "unused": self.unused,
+            "unchecked": self.unchecked,
+            "blocked": [
+                {"test": test, "target": target}
+                for test, targets in sorted(self.blocked.items()) for target in targets
+            ],
+        }
+
+
+def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
+    from ._store import FixtureDir
+
+    events = merged["events"]
+    touched = {e["file"] for e in events if e["outcome"] in ("replayed", "recorded")}
+    unused: list[str] = []
+    unchecked: list[str] = []
+    for path, info in sorted(merged["dirs"].items()):
+        not_run = len(set(info["tests"]) - set(info["ran"])) + info["deselected"]
+        if info["live"]:
+            unchecked.append(f"{path}: some tests ran live")
+        elif not_run:
+            unchecked.append(f"{path}: {not_run} test(s) using it did not run")
+        else:
+            files = (_shown(f, root) for f in FixtureDir(root / path).files())
+            unused.extend(f for f in files if f not in touched)
+
+    def pick(outcome: str) -> list[dict[str, str]]:
+        return [e for e in events if e["outcome"] == outcome]
+
+    return _Summary(
+        replayed=pick("replayed"),
+        recorded=pick("recorded"),
+        missing=pick("missing"),
+        unused=sorted(set(unused)),
+        unchecked=unchecked,
+        blocked={k: v for k, v in merged["blocked"].items() if v},
+    )
+
+
 # --------------------------------------------------------------------------- session state
 
 
 class _SessionState:
-    """Per-process bookkeeping; merged on the xdist controller."""
+    """Per-process bookkeeping; xdist workers ship theirs to the controller."""
 
     def __init__(self, config: pytest.Config, conf: _ConfigSettings) -> None:
         self.config = config
         self.conf = conf
-        self.blocked: dict[str, list[str]] = {}  # nodeid -> targets refused
+        self.part = _new_part()
+        self.worker_parts: list[dict[str, Any]] = []
+        self.summary: _Summary | None = None
+        self.report_written: Path | None = None
+        self.failed_unused = False
+        self.dir_of: dict[str, str] = {}  # nodeid -> fixture directory, for collected tests
 
-    # Guard every phase of a guarded test (fixtures may call out in setup).
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    def _dir_info(self, settings: RedactkeySettings) -> dict[str, Any]:
+        info: dict[str, Any] = self.part["dirs"].setdefault(
+            self._shown_dir(settings), {"tests": [], "ran": [], "deselected": 0, "live": False}
+        )
+        return info
+
+    def _shown_dir(self, settings: RedactkeySettings) -> str:
+        return _shown(settings.fixture_dir, self.config.rootpath)
+
+    # -- collection: which tests use which fixture directory
+
+    def _settings_or_none(self, item: pytest.Item) -> RedactkeySettings | None:
+        if not _uses_redactkey(item):
+            return None
+        try:
+            return _settings_for(item)
+        except pytest.UsageError:
+            return None  # reported when the test sets up
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            settings = self._settings_or_none(item)
+            if settings is not None:
+                self._dir_info(settings)["deselected"] += 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            settings = self._settings_or_none(item)
+            if settings is not None:
+                info = self._dir_info(settings)
+                info["tests"].append(item.nodeid)
+                self.dir_of[item.nodeid] = self._shown_dir(settings)
+                info["live"] = info["live"] or "live" in (settings.mode, settings.model_mode)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # On an xdist controller the reports come from workers, which count for themselves.
+        if report.when == "call" and report.nodeid in self.dir_of:
+            self.part["dirs"][self.dir_of[report.nodeid]]["ran"].append(report.nodeid)
+
+    def add_events(self, store: TrackedStore) -> None:
+        self.part["used"] = True
+        self.part["events"].extend(store.events(self.config.rootpath))
+
+    # -- the network guard, around every phase of a guarded test
+
     def _guarded(self, item: pytest.Item, *, resolve: bool) -> _NetworkGuard | None:
         if self.conf.guard == "off":
             return None
@@ -366,7 +572,7 @@ class _SessionState:
         settings = _settings_for(item) if resolve else item.stash.get(_SETTINGS_KEY, None)
         if settings is None or not settings.replays_only:
             return None
-        return _NetworkGuard(settings, self.blocked.setdefault(item.nodeid, []))
+        return _NetworkGuard(settings, self.part["blocked"].setdefault(item.nodeid, []))
 
     @contextmanager
     def _phase(self, item: pytest.Item, *, resolve: bool = False) -> Iterator[None]:
@@ -399,7 +605,7 @@ class _SessionState:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        blocked = self.blocked.get(item.nodeid)
+        blocked = self.part["blocked"].get(item.nodeid)
         if blocked and report.failed:
             # An SDK may wrap or swallow the error; say what happened regardless.
             report.sections.append((
@@ -408,6 +614,78 @@ class _SessionState:
                 f"{HOW_TO_RECORD}",
             ))
         return report
+
+    # -- end of session: merge, summarise, report
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        part = output.get("redactkey")
+        if part is not None:
+            self.worker_parts.append(part)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_worker:
+            self.config.workeroutput["redactkey"] = self.part  # type: ignore[attr-defined]
+            return
+        merged = _merge_parts([self.part, *self.worker_parts])
+        if not (merged["used"] or merged["dirs"] or merged["blocked"]):
+            return  # a session that never touched redactkey gets no summary and no report
+        summary = self.summary = _summarise(merged, self.config.rootpath)
+        if self.conf.report_path is not None:
+            self.report_written = _write_report(
+                self.conf.report_path,
+                summary.document(self.conf.mode or DEFAULT_MODE,
+                                 self.conf.model_mode or self.conf.mode or DEFAULT_MODE),
+            )
+        if self.conf.fail_unused and summary.unused:
+            self.failed_unused = True
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        summary = self.summary
+        if summary is None:
+            return
+        tr = terminalreporter
+        tr.section("redactkey")
+        tr.line(
+            f"replayed {len(summary.replayed)}, recorded {len(summary.recorded)}, "
+            f"missing {len(summary.missing)}, unused files {len(summary.unused)}"
+        )
+        if summary.missing:
+            tr.line("missing (no recorded call; " + HOW_TO_RECORD + "):")
+            for event in summary.missing:
+                tr.line(f"  {event['test']}: {event['kind']} {event['key'][:12]}… "
+                        f"in {event['store']}")
+        if summary.blocked:
+            tr.line("network connections refused in replay:")
+            for test, targets in sorted(summary.blocked.items()):
+                tr.line(f"  {test}: {', '.join(targets)}")
+        if summary.unused:
+            tr.line("unused fixture files (no test replayed or recorded them):")
+            for path in summary.unused:
+                tr.line(f"  {path}")
+        for note in summary.unchecked:
+            tr.line(f"unused files not checked in {note}")
+        if self.report_written is not None:
+            tr.line(f"run report: {self.report_written}")
+        if self.failed_unused:
+            tr.line(
+                f"FAILED: {len(summary.unused)} unused fixture file(s) "
+                "(--redactkey-fail-unused); delete them or the tests that stopped using them",
+                red=True,
+            )
+
+
+def _write_report(path: Path, document: dict[str, Any]) -> Path:
+    from ._format import dump_document
+    from ._store import atomic_write
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, dump_document(document))
+    return path
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -431,11 +709,23 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # --------------------------------------------------------------------------- fixtures
 
 
+def _state(request: pytest.FixtureRequest) -> _SessionState:
+    return request.config.stash[_STATE_KEY]
+
+
 @pytest.fixture
 def redactkey_settings(request: pytest.FixtureRequest) -> RedactkeySettings:
-    """This test's modes and fixture directory (after marker, option, env and ini)."""
+    """This test's modes and fixture directory (after marker, option, environment and ini)."""
     return _settings_for(request.node)
 
 
-def _environ_view() -> Mapping[str, str]:
-    return dict(os.environ)
+@pytest.fixture
+def fixture_store(
+    request: pytest.FixtureRequest, redactkey_settings: RedactkeySettings
+) -> Iterator[TrackedStore]:
+    """This test's fixture directory as a store (per test module unless configured)."""
+    from ._store import FixtureDir
+
+    store = TrackedStore(FixtureDir(redactkey_settings.fixture_dir), request.node.nodeid)
+    yield store
+    _state(request).add_events(store)
