@@ -558,3 +558,53 @@ class TestSessionSummary:
         second.assert_outcomes(passed=6)
         second.stdout.fnmatch_lines(["replayed 6, recorded 0, missing 0, unused files 1"])
         assert second.ret == pytest.ExitCode.TESTS_FAILED
+
+
+class TestSecretFixtures:
+    """`run_secrets` and `redactor`: environment, `[tool.redactkey]` and declared slots."""
+
+    def test_environment_config_and_declared_slots(
+        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Secret-looking variables, secret-env and declared slots are all redacted."""
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-" + "A1b2" * 12)
+        monkeypatch.setenv("ACME_LOGIN", "acme-" + "Zq9" * 5)
+        pytester.makepyprojecttoml(
+            '[tool.redactkey]\nsecret-env = ["ACME_LOGIN"]\nplaceholder = "<gone>"\n'
+        )
+        pytester.makeconftest(
+            """
+            import pytest
+
+            @pytest.fixture
+            def redactkey_secret_slots():
+                return [{"SESSION_COOKIE": lambda: "cookie-" + "x7" * 6}]
+            """
+        )
+        pytester.makepyfile(
+            """
+            import os
+
+            def test_redacts(run_secrets, redactor):
+                assert {"OPENAI_API_KEY", "ACME_LOGIN", "SESSION_COOKIE"} <= set(run_secrets)
+                text = " ".join([os.environ["OPENAI_API_KEY"], os.environ["ACME_LOGIN"],
+                                 "cookie-" + "x7" * 6])
+                assert redactor.redact(text) == "<gone> <gone> <gone>"
+                run_secrets.add("LATE_TOKEN", "late-" + "k" * 10)
+
+            def test_fresh_per_test(run_secrets):
+                assert "LATE_TOKEN" not in run_secrets
+            """
+        )
+        run(pytester).assert_outcomes(passed=2)
+
+    def test_short_secret_is_an_error_naming_the_slot(
+        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A secret too short to redact fails the test with the slot's name, not its value."""
+        monkeypatch.setenv("TINY_TOKEN", "abc12")
+        pytester.makepyfile("def test_it(run_secrets):\n    pass\n")
+        result = run(pytester)
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*SecretError*TINY_TOKEN*shorter than*"])
+        assert "abc12" not in result.stdout.str()

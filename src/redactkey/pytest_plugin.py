@@ -29,10 +29,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from ._errors import FixtureError
+from ._errors import FixtureError, SecretError
 
 if TYPE_CHECKING:
+    from ._config import Config
     from ._format import Fixture
+    from ._redact import Redactor
+    from ._secrets import RunSecrets
     from ._store import FixtureStore
 
 __all__ = ["NetworkRefusedError", "RedactkeySettings", "TrackedStore"]
@@ -513,6 +516,7 @@ class _SessionState:
         self.report_written: Path | None = None
         self.failed_unused = False
         self.dir_of: dict[str, str] = {}  # nodeid -> fixture directory, for collected tests
+        self.project_config: Config | None = None  # [tool.redactkey], read on first use
 
     @property
     def is_worker(self) -> bool:
@@ -729,3 +733,54 @@ def fixture_store(
     store = TrackedStore(FixtureDir(redactkey_settings.fixture_dir), request.node.nodeid)
     yield store
     _state(request).add_events(store)
+
+
+def _project_config(request: pytest.FixtureRequest) -> Config:
+    state = _state(request)
+    if state.project_config is None:
+        from ._config import load_config
+
+        state.project_config = load_config(request.config.rootpath)
+    return state.project_config
+
+
+@pytest.fixture
+def redactkey_secret_slots() -> list[object]:
+    """Extra secret slots for `run_secrets`; override it to declare what your tools read.
+
+    Return slot names (read from the environment), mappings of slot to source, pydantic
+    settings models or objects with `secret_slots`, as `collect_run_secrets` takes them.
+    """
+    return []
+
+
+@pytest.fixture
+def run_secrets(
+    request: pytest.FixtureRequest, redactkey_secret_slots: list[object]
+) -> RunSecrets:
+    """The run's secrets: secret-looking environment variables, `[tool.redactkey]
+    secret-env`, and the slots `redactkey_secret_slots` declares. New per test."""
+    from ._secrets import RunSecrets, _collect
+
+    config = _project_config(request)
+    try:
+        secrets = RunSecrets.from_env(min_length=config.min_secret_length)
+        # The same steps as collect_run_secrets, into the one instance the redactor watches.
+        for component in (*config.secret_env, *redactkey_secret_slots):
+            _collect(secrets, component)
+    except SecretError as exc:
+        # Raised afresh so pytest's traceback, which prints each frame's arguments,
+        # does not show the frame that held the value.
+        raise SecretError(exc.slot, exc.problem, exc.fix) from None
+    return secrets
+
+
+@pytest.fixture
+def redactor(request: pytest.FixtureRequest, run_secrets: RunSecrets) -> Redactor:
+    """A `Redactor` over `run_secrets`, with `[tool.redactkey]` placeholder and keys."""
+    from ._redact import Redactor
+
+    config = _project_config(request)
+    return Redactor(
+        run_secrets, placeholder=config.placeholder, sensitive_keys=config.sensitive_keys
+    )
