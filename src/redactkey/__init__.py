@@ -10,20 +10,25 @@ from ._errors import (
     FixtureFormatError,
     InputError,
     MissingFixtureError,
+    RecordedError,
     RedactkeyError,
     SecretError,
     StaleFixtureError,
+    StructuredOutputError,
     UsageError,
+    VolatileValueWarning,
 )
 from ._format import Fixture
 from ._keys import DropKeys, KeySpec, ReplaceVolatile, find_volatile, key_material, request_key
 from ._redact import Finding, Redactor
+from ._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
 from ._secrets import RunSecrets, collect_run_secrets
 from ._store import CassetteStore, FixtureDir, FixtureStore
 
 __all__ = [
     "CanonicalizationError",
     "CassetteStore",
+    "ClientAdapter",
     "ConfigError",
     "DropKeys",
     "Finding",
@@ -35,18 +40,24 @@ __all__ = [
     "InputError",
     "KeySpec",
     "MissingFixtureError",
+    "ModelFixtures",
+    "RecordedError",
     "RedactkeyError",
     "Redactor",
     "ReplaceVolatile",
     "RunSecrets",
     "SecretError",
     "StaleFixtureError",
+    "StructuredOutputError",
+    "ToolFixtures",
     "UsageError",
+    "VolatileValueWarning",
     "canonicalize",
     "collect_run_secrets",
     "find_volatile",
     "key_material",
     "request_key",
+    "resolve_mode",
 ]
 
 __version__ = "0.1.0"

@@ -5,11 +5,14 @@
     │   ├── CanonicalizationError   a value JSON / RFC 8785 cannot hold
     │   ├── SecretError             a secret slot that cannot be used safely
     │   ├── FixtureFormatError      a fixture file that is corrupt or schema-invalid
-    │   └── ConfigError             bad `[tool.redactkey]` configuration
+    │   ├── ConfigError             bad `[tool.redactkey]` configuration
+    │   └── StructuredOutputError   a model's structured answer broke its schema
     ├── FixtureError                the fixtures do not match the run (re-record)
     │   ├── MissingFixtureError     replay found no recorded call for a request
     │   └── StaleFixtureError       a recorded answer no longer fits its schema
-    └── UsageError                  redactkey used the wrong way (fix the calling code)
+    ├── RecordedError               a callee's own failure, recorded and raised again
+    ├── UsageError                  redactkey used the wrong way (fix the calling code)
+    └── VolatileValueWarning        (a warning) key material that changes on every run
 
 Every error names *where* (file, JSON pointer, slot) and ends with what to do.
 No message ever contains a secret value.
@@ -24,10 +27,13 @@ __all__ = [
     "FixtureFormatError",
     "InputError",
     "MissingFixtureError",
+    "RecordedError",
     "RedactkeyError",
     "SecretError",
     "StaleFixtureError",
+    "StructuredOutputError",
     "UsageError",
+    "VolatileValueWarning",
 ]
 
 
@@ -86,6 +92,25 @@ class ConfigError(InputError):
         super().__init__(f"{source}: {problem}")
 
 
+class StructuredOutputError(InputError):
+    """A model's structured answer broke its schema: the model's own failure.
+
+    It is recorded like an answer and raised again on replay without a call, so a
+    workflow that shows `problems` to the model and asks again is retraced exactly.
+    `answer` is the offending answer (redacted when it comes from a fixture).
+    """
+
+    def __init__(self, kind: str, problems: list[str], *, answer: object = None) -> None:
+        self.kind = kind
+        self.problems = list(problems)
+        self.answer = answer
+        listed = "; ".join(self.problems) if self.problems else "no detail"
+        super().__init__(
+            f"the {kind!r} answer breaks its schema: {listed}; show the problems to the "
+            "model and ask again, or fix the schema"
+        )
+
+
 class FixtureError(RedactkeyError):
     """The recorded fixtures do not fit this run; re-recording fixes it."""
 
@@ -135,5 +160,40 @@ class StaleFixtureError(FixtureError):
         super().__init__(f"{path}: recorded answer is stale: {problem}; re-record it")
 
 
+class RecordedError(RedactkeyError):
+    """A failure of the callee that was recorded (a user predicate said it is deterministic).
+
+    Replay raises it with the recorded `type` (the original class's qualified name),
+    the redacted `message` and optional `data`; nothing from the file is imported or run.
+    `path` names the fixture.
+    """
+
+    def __init__(self, type: str, message: str, *, data: object = None, path: str = "") -> None:
+        self.type = type
+        self.message = message
+        self.data = data
+        self.path = path
+        where = f" (recorded in {path})" if path else ""
+        super().__init__(f"{type}: {message}{where}")
+
+
 class UsageError(RedactkeyError, TypeError):
     """redactkey was called the wrong way; the calling code must change."""
+
+
+class VolatileValueWarning(RedactkeyError, UserWarning):
+    """Key material holds a value that looks different on every run (UUID, timestamp).
+
+    A call keyed on it records but never replays; keep the value out of the request
+    or add a normalizer (`ReplaceVolatile`) to its `KeySpec`.
+    """
+
+    def __init__(self, kind: str, pointer: str, reason: str) -> None:
+        self.kind = kind
+        self.pointer = pointer
+        self.reason = reason
+        super().__init__(
+            f"{kind!r} call: key material at {pointer} looks like a {reason} and will differ "
+            "on every run, so the call would never replay; keep it out of the request or "
+            "add a normalizer (redactkey.ReplaceVolatile) to the KeySpec"
+        )

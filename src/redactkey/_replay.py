@@ -1,0 +1,893 @@
+"""Record and replay of model calls and tool calls (thin layers over a fixture store).
+
+Every call goes the same way in every mode: redact the request, build its key
+material, hash it (`redactkey._keys`), then
+
+    live     call `live`; the store is not touched
+    record   call `live`, redact the outcome, write it (a repeat in the same run replays it)
+    replay   read the outcome; never call `live` (it may be None); a miss raises
+    auto     replay on a hit, record on a miss
+
+Only the callee's own failures are written (`StructuredOutputError`, plus what a
+`recordable` predicate accepts); anything else `live` raises propagates and
+nothing is written.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import threading
+import warnings
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from typing import Any, Literal, Protocol, TypeVar, cast
+
+import jsonschema
+
+from ._canonical import JSONValue, pointer_join, to_json
+from ._errors import (
+    ConfigError,
+    FixtureFormatError,
+    MissingFixtureError,
+    RecordedError,
+    StaleFixtureError,
+    StructuredOutputError,
+    UsageError,
+    VolatileValueWarning,
+)
+from ._format import Fixture, RecordedErrorBody
+from ._keys import KeySpec, find_volatile, key_from_material, key_material
+from ._redact import Redactor
+from ._secrets import RunSecrets
+from ._store import FixtureStore
+
+__all__ = [
+    "MODEL_MODE_ENV",
+    "MODES",
+    "MODE_ENV",
+    "CallLog",
+    "ClientAdapter",
+    "Mode",
+    "ModelFixtures",
+    "StreamRedactor",
+    "ToolFixtures",
+    "resolve_mode",
+]
+
+Mode = Literal["live", "record", "replay", "auto"]
+MODES: tuple[Mode, ...] = ("live", "record", "replay", "auto")
+MODE_ENV = "REDACTKEY_MODE"
+MODEL_MODE_ENV = "REDACTKEY_MODEL_MODE"
+DEFAULT_MODE: Mode = "replay"
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+_DIFF_LINES = 12
+_PREVIEW = 40
+
+
+class StreamRedactor(Protocol):
+    """What the record layer needs of a redactor (`redactkey.Redactor` has all of it)."""
+
+    def redact(self, value: Any) -> Any: ...
+
+    def redact_stream(self, chunks: list[Any]) -> list[Any]: ...
+
+    def redact_text(self, text: str) -> str: ...
+
+
+class CallLog(Protocol):
+    """Where calls are reported (`redactkey.RunReport` is one)."""
+
+    def hit(self, kind: str, key: str, file: str, *, label: str | None = None) -> None: ...
+
+    def recorded(self, kind: str, key: str, file: str, *, label: str | None = None) -> None: ...
+
+    def missed(self, kind: str, key: str, file: str, *, label: str | None = None) -> None: ...
+
+
+def _check_mode(value: str, source: str) -> Mode:
+    if value in MODES:
+        return value
+    problem = f"{value!r} is not a mode; use one of {', '.join(MODES)}"
+    if source == "argument":
+        raise UsageError(f"mode {problem}")
+    raise ConfigError(source, problem)
+
+
+def _resolve(
+    mode: str | None, *, model: bool, environ: Mapping[str, str] | None
+) -> tuple[Mode, str]:
+    if mode is not None:
+        return _check_mode(mode, "argument"), "argument"
+    env = os.environ if environ is None else environ
+    if model and env.get(MODEL_MODE_ENV):
+        return _check_mode(env[MODEL_MODE_ENV].strip().lower(), MODEL_MODE_ENV), MODEL_MODE_ENV
+    if env.get(MODE_ENV):
+        return _check_mode(env[MODE_ENV].strip().lower(), MODE_ENV), MODE_ENV
+    return DEFAULT_MODE, "default"
+
+
+def resolve_mode(
+    mode: str | None = None, *, model: bool = False, environ: Mapping[str, str] | None = None
+) -> Mode:
+    """The mode to use: `mode` when given, else the environment, else "replay".
+
+    `REDACTKEY_MODE` covers tool, HTTP and model calls, so one setting means
+    "offline". With `model=True`, `REDACTKEY_MODEL_MODE` overrides it for model calls
+    (replay the tools, keep a live model while iterating on a prompt). A bad value is
+    a ConfigError naming the variable.
+    """
+    return _resolve(mode, model=model, environ=environ)[0]
+
+
+def _default_redactor() -> StreamRedactor:
+    # Safe by default: the secret-looking variables of this environment, sensitive
+    # keys and detectors. Pass a Redactor built with collect_run_secrets for the rest.
+    return Redactor(RunSecrets.from_env())
+
+
+def _always_false(exc: BaseException) -> bool:
+    return False
+
+
+def _error_type_name(exc: BaseException) -> str:
+    cls = type(exc)
+    if cls.__module__ in {"builtins", "redactkey._errors"}:
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _preview(value: Any, redactor: StreamRedactor) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = redactor.redact_text(text)
+    if len(text) > _PREVIEW:
+        text = text[: _PREVIEW - 1] + "…"
+    return text
+
+
+def _leaf_diff(old: Any, new: Any, pointer: str, out: list[tuple[str, str, Any, Any]]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for name in sorted(set(old) | set(new)):
+            child = pointer_join(pointer, name)
+            if name not in old:
+                out.append(("added", child, None, new[name]))
+            elif name not in new:
+                out.append(("removed", child, old[name], None))
+            else:
+                _leaf_diff(old[name], new[name], child, out)
+    elif isinstance(old, list) and isinstance(new, list):
+        for index in range(max(len(old), len(new))):
+            child = pointer_join(pointer, index)
+            if index >= len(old):
+                out.append(("added", child, None, new[index]))
+            elif index >= len(new):
+                out.append(("removed", child, old[index], None))
+            else:
+                _leaf_diff(old[index], new[index], child, out)
+    elif type(old) is not type(new) or old != new:
+        out.append(("changed", pointer, old, new))
+
+
+def material_diff(recorded: Any, wanted: Any) -> list[tuple[str, str, Any, Any]]:
+    """Leaf-level differences between two key materials: (what, JSON pointer, old, new)."""
+    out: list[tuple[str, str, Any, Any]] = []
+    _leaf_diff(recorded, wanted, "", out)
+    return out
+
+
+def _format_diff(diff: list[tuple[str, str, Any, Any]], redactor: StreamRedactor) -> list[str]:
+    lines = []
+    for what, pointer, old, new in diff[:_DIFF_LINES]:
+        if what == "added":
+            lines.append(f"{pointer}: added {_preview(new, redactor)}")
+        elif what == "removed":
+            lines.append(f"{pointer}: removed (was {_preview(old, redactor)})")
+        else:
+            lines.append(
+                f"{pointer}: {_preview(old, redactor)} -> {_preview(new, redactor)}"
+            )
+    if len(diff) > _DIFF_LINES:
+        lines.append(f"... and {len(diff) - _DIFF_LINES} more differences")
+    return lines
+
+
+def _copy_json(value: Any) -> Any:
+    # Fixtures are frozen pydantic models; hand out a fresh copy of their data.
+    if isinstance(value, (dict, list)):
+        return json.loads(json.dumps(value))
+    return value
+
+
+class _Call:
+    """One call's key material and key, computed once."""
+
+    __slots__ = ("key", "kind", "material")
+
+    def __init__(self, kind: str, material: dict[str, JSONValue], key: str) -> None:
+        self.kind = kind
+        self.material = material
+        self.key = key
+
+
+class ModelFixtures:
+    """Record and replay of calls through a fixture store.
+
+    `call(kind, request, live, *, schema=None)` returns the answer; `stream(kind,
+    request, live)` yields the chunks; `acall` / `astream` are the async twins.
+    `live` is a zero-argument callable (None is allowed in replay). Answers and
+    chunks are any JSON data (pydantic models are dumped), so the HTTP transport and
+    the tool layer reuse this class.
+
+    Options: `spec` (a KeySpec for every call; default per kind), `recordable(exc)`
+    (which other exceptions of `live` are the callee's own and deterministic),
+    `record_answer(answer)` (False keeps an answer out of the store, e.g. a 5xx
+    response), `rebuild_error(body)` (turn a recorded failure back into your own
+    exception), `report` (a RunReport), `label` (names the caller in the report),
+    `model` (False: read only REDACTKEY_MODE, not the model override).
+    """
+
+    def __init__(
+        self,
+        store: FixtureStore,
+        *,
+        mode: str | None = None,
+        redactor: StreamRedactor | None = None,
+        spec: KeySpec | None = None,
+        recordable: Callable[[BaseException], bool] | None = None,
+        record_answer: Callable[[Any], bool] | None = None,
+        rebuild_error: Callable[[RecordedErrorBody], BaseException] | None = None,
+        report: CallLog | None = None,
+        label: str | None = None,
+        model: bool = True,
+        how_to_record: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.store = store
+        self.mode, self._mode_source = _resolve(mode, model=model, environ=environ)
+        self.redactor = redactor if redactor is not None else _default_redactor()
+        self.spec = spec
+        self.recordable = recordable if recordable is not None else _always_false
+        self.record_answer = record_answer
+        self.rebuild_error = rebuild_error
+        self.report = report
+        self.label = label
+        self.model = model
+        self.how_to_record = how_to_record or self._how_to_record()
+        self._recorded: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+        self._validators: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"ModelFixtures({self.store!r}, mode={self.mode!r})"
+
+    # -- shared steps --------------------------------------------------------------
+
+    def _how_to_record(self) -> str:
+        if self._mode_source == "argument":
+            return "pass mode='auto' (records only what is missing) or mode='record'"
+        override = (f" ({MODEL_MODE_ENV}=auto for model calls alone)" if self.model else "")
+        return (f"set {MODE_ENV}=auto (records only what is missing){override} "
+                f"or {MODE_ENV}=record, and run again")
+
+    def _key(self, kind: str, request: Any, spec: KeySpec | None) -> _Call:
+        self.store.path_for(kind, "0" * 64)  # refuse a bad kind before anything else
+        material = key_material(kind, request, spec=spec or self.spec, redactor=self.redactor)
+        return _Call(kind, material, key_from_material(material))
+
+    def _warn_volatile(self, call: _Call) -> None:
+        for found in find_volatile(call.material):
+            warnings.warn(VolatileValueWarning(call.kind, found.pointer, found.reason),
+                          stacklevel=4)
+
+    def _report(self, event: str, call: _Call) -> None:
+        if self.report is not None:
+            file = str(self.store.path_for(call.kind, call.key))
+            getattr(self.report, event)(call.kind, call.key, file, label=self.label)
+
+    def _lookup(self, call: _Call) -> Fixture | None:
+        """The recorded fixture to replay, or None when the call must go live."""
+        if self.mode == "replay" or self.mode == "auto":
+            fixture = self.store.get(call.kind, call.key)
+            if fixture is not None:
+                self._report("hit", call)
+                return fixture
+            if self.mode == "replay":
+                self._report("missed", call)
+                self._warn_volatile(call)
+                raise self._missing(call)
+            return None
+        with self._lock:
+            repeat = (call.kind, call.key) in self._recorded
+        if repeat:
+            # Record mode: a repeat of a call recorded in this run replays what was
+            # written, so the record run sees what every later replay run will see.
+            fixture = self.store.get(call.kind, call.key)
+            if fixture is not None:
+                self._report("hit", call)
+                return fixture
+        return None
+
+    def _missing(self, call: _Call) -> MissingFixtureError:
+        best: tuple[int, str, list[tuple[str, str, Any, Any]]] | None = None
+        for fixture in self._neighbours(call.kind):
+            if fixture.key == call.key:
+                continue
+            diff = material_diff(fixture.request, call.material)
+            name = str(self.store.path_for(call.kind, fixture.key))
+            if best is None or (len(diff), name) < (best[0], best[1]):
+                best = (len(diff), name, diff)
+        nearest = diff_lines = None
+        if best is not None:
+            nearest = best[1]
+            diff_lines = _format_diff(best[2], self.redactor)
+        return MissingFixtureError(
+            call.kind, call.key, self.store.location, nearest=nearest, diff=diff_lines,
+            how_to_record=self.how_to_record,
+        )
+
+    def _neighbours(self, kind: str) -> Iterator[Fixture]:
+        files = getattr(self.store, "files", None)
+        if files is None:
+            try:
+                yield from self.store.iter_fixtures(kind)
+            except FixtureFormatError:
+                return
+            return
+        from ._format import parse_fixture
+
+        for path in files(kind):
+            try:
+                yield parse_fixture(str(path), path.read_bytes())
+            except (OSError, FixtureFormatError):
+                continue  # a broken neighbour is the audit's business, not this miss's
+
+    def _write(self, call: _Call, **outcome: Any) -> None:
+        fixture = Fixture(key=call.key, kind=call.kind, request=call.material, **outcome)
+        self.store.put(fixture)
+        with self._lock:
+            self._recorded.add((call.kind, call.key))
+        self._report("recorded", call)
+
+    def _error_body(self, exc: BaseException) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": _error_type_name(exc),
+            "message": self.redactor.redact_text(str(exc)),
+        }
+        if isinstance(exc, StructuredOutputError):
+            try:
+                answer = self.redactor.redact(to_json(exc.answer))
+            except (ValueError, TypeError):
+                answer = None
+            body["data"] = {
+                "answer": answer,
+                "kind": exc.kind,
+                "problems": [self.redactor.redact_text(p) for p in exc.problems],
+            }
+        return body
+
+    def _is_recordable(self, exc: BaseException) -> bool:
+        if not isinstance(exc, Exception):
+            return False  # KeyboardInterrupt, cancellation, generator exit
+        return isinstance(exc, StructuredOutputError) or bool(self.recordable(exc))
+
+    def _raise_recorded(self, fixture: Fixture, path: str) -> None:
+        error = fixture.error
+        assert error is not None
+        if error.type == "StructuredOutputError" and isinstance(error.data, dict):
+            problems = error.data.get("problems")
+            raise StructuredOutputError(
+                str(error.data.get("kind", fixture.kind)),
+                [str(p) for p in problems] if isinstance(problems, list) else [error.message],
+                answer=_copy_json(error.data.get("answer")),
+            )
+        if self.rebuild_error is not None:
+            raise self.rebuild_error(error)
+        raise RecordedError(error.type, error.message, data=_copy_json(error.data), path=path)
+
+    def _validator(self, schema: Mapping[str, Any]) -> Any:
+        cache_key = json.dumps(schema, sort_keys=True, default=str)
+        validator = self._validators.get(cache_key)
+        if validator is None:
+            cls = jsonschema.validators.validator_for(schema)
+            try:
+                cls.check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                raise UsageError(f"schema= is not a valid JSON Schema: {exc.message}") from None
+            validator = cls(schema)
+            self._validators[cache_key] = validator
+        return validator
+
+    def _schema_problems(self, schema: Mapping[str, Any] | None, answer: Any) -> list[str]:
+        if schema is None:
+            return []
+        errors = sorted(self._validator(schema).iter_errors(answer),
+                        key=lambda e: [str(p) for p in e.absolute_path])
+        problems = []
+        for error in errors:
+            pointer = ""
+            for token in error.absolute_path:
+                pointer = pointer_join(pointer, token)
+            message = self.redactor.redact_text(error.message)
+            if len(message) > 200:
+                message = message[:199] + "…"
+            problems.append(f"{pointer or '(root)'}: {message}")
+        return problems
+
+    def _answer_from(self, fixture: Fixture, schema: Mapping[str, Any] | None) -> Any:
+        path = str(self.store.path_for(fixture.kind, fixture.key))
+        outcome = fixture.outcome
+        if outcome == "error":
+            self._raise_recorded(fixture, path)
+        if outcome == "chunks":
+            raise StaleFixtureError(path, "it holds a stream but the call wants one answer")
+        answer = _copy_json(fixture.answer)
+        problems = self._schema_problems(schema, answer)
+        if problems:
+            raise StaleFixtureError(path, "the answer breaks the current schema: "
+                                    + "; ".join(problems))
+        return answer
+
+    def _chunks_from(self, fixture: Fixture) -> list[Any]:
+        path = str(self.store.path_for(fixture.kind, fixture.key))
+        outcome = fixture.outcome
+        if outcome == "error":
+            self._raise_recorded(fixture, path)
+        if outcome == "answer":
+            raise StaleFixtureError(path, "it holds one answer but the call wants a stream")
+        return cast(list[Any], _copy_json(fixture.chunks))
+
+    def _need_live(self, live: object) -> None:
+        if live is None:
+            raise UsageError(f"mode {self.mode!r} calls the live callee, but live is None; "
+                             "pass a callable or use mode 'replay'")
+
+    def _after_answer(self, call: _Call, answer: Any, schema: Mapping[str, Any] | None) -> Any:
+        data = to_json(answer)
+        problems = self._schema_problems(schema, data)
+        if problems:
+            exc = StructuredOutputError(call.kind, problems, answer=data)
+            self._write(call, error=self._error_body(exc))
+            raise exc
+        if self.record_answer is not None and not self.record_answer(answer):
+            return answer
+        self._write(call, answer=self.redactor.redact(data))
+        return answer
+
+    def _after_failure(self, call: _Call, exc: BaseException) -> None:
+        if self._is_recordable(exc):
+            self._write(call, error=self._error_body(exc))
+
+    # -- sync ------------------------------------------------------------------------
+
+    def call(
+        self,
+        kind: str,
+        request: Any,
+        live: Callable[[], Any] | None,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        spec: KeySpec | None = None,
+    ) -> Any:
+        """The answer of a call: replayed, or from `live` (and recorded), per the mode."""
+        if self.mode == "live":
+            self._need_live(live)
+            assert live is not None
+            return live()
+        call = self._key(kind, request, spec)
+        fixture = self._lookup(call)
+        if fixture is not None:
+            return self._answer_from(fixture, schema)
+        self._need_live(live)
+        assert live is not None
+        self._warn_volatile(call)
+        try:
+            answer = live()
+        except BaseException as exc:
+            self._after_failure(call, exc)
+            raise
+        return self._after_answer(call, answer, schema)
+
+    def stream(
+        self,
+        kind: str,
+        request: Any,
+        live: Callable[[], Iterable[Any]] | None,
+        *,
+        spec: KeySpec | None = None,
+    ) -> Iterator[Any]:
+        """The chunks of a streamed call, replayed or passed through from `live` and recorded.
+
+        The lookup happens now (a miss raises here); a live stream is written only
+        once it has been read to its end, so an interrupted stream records nothing.
+        """
+        if self.mode == "live":
+            self._need_live(live)
+            assert live is not None
+            return iter(live())
+        call = self._key(kind, request, spec)
+        fixture = self._lookup(call)
+        if fixture is not None:
+            return iter(self._chunks_from(fixture))
+        self._need_live(live)
+        assert live is not None
+        self._warn_volatile(call)
+        try:
+            source = live()
+        except BaseException as exc:
+            self._after_failure(call, exc)
+            raise
+        return self._record_stream(call, source)
+
+    def _record_stream(self, call: _Call, source: Iterable[Any]) -> Iterator[Any]:
+        collected: list[Any] = []
+        for chunk in source:
+            collected.append(to_json(chunk, pointer_join("", len(collected))))
+            yield chunk
+        self._write(call, chunks=self.redactor.redact_stream(collected))
+
+    # -- async -----------------------------------------------------------------------
+
+    async def acall(
+        self,
+        kind: str,
+        request: Any,
+        live: Callable[[], Awaitable[Any]] | None,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        spec: KeySpec | None = None,
+    ) -> Any:
+        """Async twin of `call`: `live` returns an awaitable."""
+        if self.mode == "live":
+            self._need_live(live)
+            assert live is not None
+            return await live()
+        call = self._key(kind, request, spec)
+        fixture = self._lookup(call)
+        if fixture is not None:
+            return self._answer_from(fixture, schema)
+        self._need_live(live)
+        assert live is not None
+        self._warn_volatile(call)
+        try:
+            answer = await live()
+        except BaseException as exc:
+            self._after_failure(call, exc)
+            raise
+        return self._after_answer(call, answer, schema)
+
+    def astream(
+        self,
+        kind: str,
+        request: Any,
+        live: Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]] | None,
+        *,
+        spec: KeySpec | None = None,
+    ) -> AsyncIterator[Any]:
+        """Async twin of `stream`: `live` returns an async iterable (or an awaitable of one)."""
+        if self.mode == "live":
+            self._need_live(live)
+            assert live is not None
+            return _passthrough(live)
+        call = self._key(kind, request, spec)
+        fixture = self._lookup(call)
+        if fixture is not None:
+            return _aiter_list(self._chunks_from(fixture))
+        self._need_live(live)
+        assert live is not None
+        self._warn_volatile(call)
+        return self._arecord_stream(call, live)
+
+    async def _arecord_stream(
+        self,
+        call: _Call,
+        live: Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]],
+    ) -> AsyncIterator[Any]:
+        try:
+            source = await _open_async(live)
+        except BaseException as exc:
+            self._after_failure(call, exc)
+            raise
+        collected: list[Any] = []
+        async for chunk in source:
+            collected.append(to_json(chunk, pointer_join("", len(collected))))
+            yield chunk
+        self._write(call, chunks=self.redactor.redact_stream(collected))
+
+    # -- surfaces --------------------------------------------------------------------
+
+    def wrap(
+        self,
+        kind: str,
+        *,
+        stream: bool = False,
+        schema: Mapping[str, Any] | None = None,
+        decode: Callable[[Any], Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator over a model-client function; its bound arguments are the request.
+
+        `def complete(messages, model, temperature=0)` is keyed on `{"messages": ...,
+        "model": ..., "temperature": 0}` (through the model KeySpec). Sync and async
+        functions both work; `stream=True` for functions that return an iterator.
+        `decode` turns replayed JSON back into your type (e.g. `ChatCompletion.model_validate`).
+        """
+        def decorate(fn: F) -> F:
+            return cast(F, _wrap_function(self, fn, kind, stream=stream, schema=schema,
+                                          decode=decode, spec=None, tool=False))
+
+        return decorate
+
+    def adapt(
+        self,
+        client: Any,
+        methods: Mapping[str, str],
+        *,
+        streams: Mapping[str, str] | None = None,
+        decode: Callable[[Any], Any] | None = None,
+    ) -> ClientAdapter:
+        """Wrap a client object: the named (possibly dotted) methods record and replay.
+
+        `fixtures.adapt(client, {"chat.completions.create": "chat"})` returns an object
+        whose `.chat.completions.create(**request)` goes through these fixtures; every
+        other attribute is the client's. `client` may be None in replay.
+        """
+        return ClientAdapter(self, client, methods, streams=streams, decode=decode)
+
+
+async def _open_async(
+    live: Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]],
+) -> AsyncIterable[Any]:
+    result = live()
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+async def _passthrough(
+    live: Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]],
+) -> AsyncIterator[Any]:
+    async for chunk in await _open_async(live):
+        yield chunk
+
+
+async def _aiter_list(items: list[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+
+
+def _bound_request(fn: Callable[..., Any], args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A function's arguments as one mapping: positional by name, **kwargs flattened."""
+    signature = inspect.signature(fn)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise UsageError(f"{fn.__qualname__}: {exc}") from None
+    bound.apply_defaults()
+    request: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        param = signature.parameters[name]
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            request.update(value)
+        elif param.kind is inspect.Parameter.VAR_POSITIONAL:
+            if value:
+                request[name] = list(value)
+        elif name not in {"self", "cls"}:
+            request[name] = value
+    return request
+
+
+def _wrap_function(
+    fixtures: ModelFixtures,
+    fn: Callable[..., Any],
+    kind: str,
+    *,
+    stream: bool,
+    schema: Mapping[str, Any] | None,
+    decode: Callable[[Any], Any] | None,
+    spec: KeySpec | None,
+    tool: bool,
+) -> Callable[..., Any]:
+    def finish(value: Any, replayed: bool) -> Any:
+        return decode(value) if (decode is not None and replayed) else value
+
+    is_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
+    if not stream and not is_async:
+        @functools.wraps(fn)
+        def sync_call(*args: Any, **kwargs: Any) -> Any:
+            request = _bound_request(fn, args, kwargs)
+            marker: list[bool] = []
+
+            def live() -> Any:
+                marker.append(True)
+                return fn(*args, **kwargs)
+
+            result = fixtures.call(kind, request, live, schema=schema, spec=spec)
+            return finish(result, replayed=not marker)
+
+        return sync_call
+    if not stream:
+        @functools.wraps(fn)
+        async def async_call(*args: Any, **kwargs: Any) -> Any:
+            request = _bound_request(fn, args, kwargs)
+            marker: list[bool] = []
+
+            async def live() -> Any:
+                marker.append(True)
+                return await fn(*args, **kwargs)
+
+            result = await fixtures.acall(kind, request, live, schema=schema, spec=spec)
+            return finish(result, replayed=not marker)
+
+        return async_call
+    if not is_async:
+        @functools.wraps(fn)
+        def sync_stream(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            request = _bound_request(fn, args, kwargs)
+            marker: list[bool] = []
+
+            def live() -> Iterable[Any]:
+                marker.append(True)
+                return cast(Iterable[Any], fn(*args, **kwargs))
+
+            chunks = fixtures.stream(kind, request, live, spec=spec)
+            return (finish(chunk, replayed=not marker) for chunk in chunks)
+
+        return sync_stream
+
+    @functools.wraps(fn)
+    def async_stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        request = _bound_request(fn, args, kwargs)
+        marker: list[bool] = []
+
+        def live() -> Any:
+            marker.append(True)
+            return fn(*args, **kwargs)
+
+        chunks = fixtures.astream(kind, request, live, spec=spec)
+
+        async def decoded() -> AsyncIterator[Any]:
+            async for chunk in chunks:
+                yield finish(chunk, replayed=not marker)
+
+        return decoded()
+
+    return async_stream
+
+
+class ClientAdapter:
+    """A client object whose chosen methods record and replay; the rest is the client's."""
+
+    def __init__(
+        self,
+        fixtures: ModelFixtures,
+        client: Any,
+        methods: Mapping[str, str],
+        *,
+        streams: Mapping[str, str] | None = None,
+        decode: Callable[[Any], Any] | None = None,
+        _prefix: str = "",
+    ) -> None:
+        self._fixtures = fixtures
+        self._client = client
+        self._methods = dict(methods)
+        self._streams = dict(streams or {})
+        self._decode = decode
+        self._prefix = _prefix
+
+    def __repr__(self) -> str:
+        return f"ClientAdapter({self._client!r}, {self._fixtures!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        path = self._prefix + name
+        client = self.__dict__["_client"]
+        for table, stream in ((self._methods, False), (self._streams, True)):
+            if path in table:
+                target = getattr(client, name, None) if client is not None else None
+                fn = target if target is not None else _offline(path)
+                return _wrap_function(self._fixtures, _as_kwargs(fn), table[path],
+                                      stream=stream, schema=None, decode=self._decode,
+                                      spec=None, tool=False)
+        if any(m.startswith(path + ".") for m in (*self._methods, *self._streams)):
+            inner = getattr(client, name) if client is not None else None
+            return ClientAdapter(self._fixtures, inner, self._methods, streams=self._streams,
+                                 decode=self._decode, _prefix=path + ".")
+        if client is None:
+            raise UsageError(f"{path}: the adapter has no client (replay); only "
+                             f"{sorted({*self._methods, *self._streams})} are available")
+        return getattr(client, name)
+
+
+def _offline(path: str) -> Callable[..., Any]:
+    def unavailable(**request: Any) -> Any:
+        raise UsageError(f"{path}: no client to call in this mode; pass one to adapt()")
+
+    return unavailable
+
+
+def _as_kwargs(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """SDK methods take keyword arguments; key them by name whatever their signature says."""
+    if inspect.iscoroutinefunction(fn):
+        async def acall(**request: Any) -> Any:
+            return await fn(**request)
+
+        return acall
+
+    def call(**request: Any) -> Any:
+        return fn(**request)
+
+    return call
+
+
+class ToolFixtures:
+    """Record and replay of plain Python tool functions, keyed on tool name and arguments.
+
+    Reads `REDACTKEY_MODE` (the model override does not apply to tools). Results go
+    through the same redaction and file format as model calls; a replayed result keeps
+    its placeholders, so a prompt built from it keys as it did when recorded.
+    Files are `<tool>.<key>.json`; the kind is "tool:<tool>".
+    """
+
+    def __init__(
+        self,
+        store: FixtureStore,
+        *,
+        mode: str | None = None,
+        redactor: StreamRedactor | None = None,
+        recordable: Callable[[BaseException], bool] | None = None,
+        report: CallLog | None = None,
+        label: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.fixtures = ModelFixtures(
+            store, mode=mode, redactor=redactor, recordable=recordable, report=report,
+            label=label, model=False, environ=environ,
+        )
+
+    @property
+    def mode(self) -> Mode:
+        return self.fixtures.mode
+
+    def __repr__(self) -> str:
+        return f"ToolFixtures({self.fixtures.store!r}, mode={self.mode!r})"
+
+    def call(self, name: str, arguments: Mapping[str, Any], live: Callable[[], T] | None) -> Any:
+        """The result of tool `name` with `arguments`: replayed, or from `live` and recorded."""
+        return self.fixtures.call("tool:" + name, dict(arguments), live, spec=KeySpec.whole())
+
+    async def acall(
+        self, name: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]] | None
+    ) -> Any:
+        """Async twin of `call`."""
+        return await self.fixtures.acall("tool:" + name, dict(arguments), live,
+                                         spec=KeySpec.whole())
+
+    def tool(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        decode: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """Decorator: `@tools.tool` or `@tools.tool(name="search")` on a sync or async function."""
+        def decorate(func: F) -> F:
+            tool_name = name or func.__name__
+            self.fixtures.store.path_for("tool:" + tool_name, "0" * 64)
+            return cast(F, _wrap_function(self.fixtures, func, "tool:" + tool_name,
+                                          stream=False, schema=None, decode=decode,
+                                          spec=KeySpec.whole(), tool=True))
+
+        if fn is not None:
+            return decorate(fn)
+        return decorate
