@@ -48,6 +48,7 @@ __all__ = [
     "decode_body_bytes",
     "load_cassette",
     "parse_text",
+    "resolve_pointer",
 ]
 
 # A decompressed body larger than this is kept compressed (a gzip bomb must not
@@ -157,13 +158,13 @@ class Cassette:
         """Line number in the file for a JSON pointer of `document` (and a text offset)."""
         value: Any = None
         if offset is not None:
-            value = _resolve(self.document, pointer)
+            value = resolve_pointer(self.document, pointer)
         return self.lines.line_for(
             pointer, text=value if isinstance(value, str) else None, offset=offset
         )
 
 
-def _resolve(document: JSONValue, pointer: str) -> JSONValue:
+def resolve_pointer(document: JSONValue, pointer: str) -> JSONValue:
     node = document
     if not pointer:
         return node

@@ -11,18 +11,33 @@ Exit codes: 0 clean, 1 findings, 2 usage error or unreadable input.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
+
+from ._cassettes import Cassette, iter_strings, parse_text, read_text, resolve_pointer
+from ._config import Config
+from ._errors import FixtureFormatError, SecretError, UsageError
+from ._redact import Redactor
+from ._secrets import RunSecrets, mask
 
 __all__ = [
     "EXIT_FINDINGS",
@@ -62,12 +77,19 @@ def _rules(*rules: Rule) -> dict[str, Rule]:
 
 
 RULES: dict[str, Rule] = _rules(
-    Rule("run-secret", "secret", "error",
+    Rule("known-value", "secret", "error",
          "the exact value of a secret from this environment (in some encoding)",
          "run `redact scrub --write` on the file, then rotate the credential"),
-    Rule("sensitive-field", "secret", "error",
+    Rule("sensitive-key", "secret", "error",
          "a credential-named field, header or query parameter holding a real value",
          "replace the value with a placeholder (`redact scrub --write`) and rotate it"),
+    Rule("high-entropy", "secret", "error",
+         "a random-looking value under a credential-like field name",
+         "replace it with a placeholder (`redact scrub --write`); if it is not a secret, "
+         "allowlist it (docs/configuration.md)"),
+    Rule("base64-text", "secret", "error",
+         "a base64-encoded text that holds a secret",
+         "run `redact scrub --write` on the file, then rotate the credential"),
     Rule("identifying-header", "leak", "warning",
          "a header identifying your account (organisation / project id)",
          "drop or scrub the header when recording (vcrpy: filter_headers)"),
@@ -212,14 +234,17 @@ class Report:
 # --------------------------------------------------------------------------- rendering
 
 
-def render(report: Report, fmt: str, stream: IO[str], *, color: bool | None = None) -> None:
-    """Write the report to `stream` as `text`, `json` or `sarif`."""
+def render(
+    report: Report, fmt: str, stream: IO[str], *, color: bool | None = None,
+    verbose: bool = False,
+) -> None:
+    """Write the report to `stream` as `text`, `json` or `sarif` (notes listed when verbose)."""
     if fmt == "json":
         stream.write(json.dumps(to_json(report), indent=2, sort_keys=True) + "\n")
     elif fmt == "sarif":
         stream.write(json.dumps(to_sarif(report), indent=2, sort_keys=True) + "\n")
     else:
-        render_text(report, stream, color=color)
+        render_text(report, stream, color=color, verbose=verbose)
 
 
 def to_json(report: Report) -> dict[str, object]:
@@ -335,51 +360,62 @@ def _console(stream: IO[str], color: bool | None) -> Console:
         force_terminal=color,
         no_color=color is False,
         emoji=False,
+        width=None if color else 120,
     )
 
 
 _STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
+_ORDER = {"error": 0, "warning": 1, "note": 2}
 
 
-def render_text(report: Report, stream: IO[str], *, color: bool | None = None) -> None:
-    """The readable report: one line per finding, then a summary of what each rule means."""
+def render_text(
+    report: Report, stream: IO[str], *, color: bool | None = None, verbose: bool = False
+) -> None:
+    """The readable report: `path:line: rule (slot) preview` per finding, then what it means."""
     console = _console(stream, color)
     issues = report.sorted_issues()
     for problem in report.problems:
         console.print(f"[bold red]{escape(problem.path)}: cannot read: "
                       f"{escape(problem.problem)}[/]")
+    hidden = 0
     for issue in issues:
+        if issue.level == "note" and not verbose:
+            hidden += 1
+            continue
         style = _STYLE[issue.level]
-        line = escape(issue.headline())
         detail = f"  [dim]{escape(issue.detail)}[/]" if issue.detail else ""
-        console.print(f"[{style}]{line}[/]{detail}")
+        console.print(f"[{style}]{escape(issue.headline())}[/]{detail}")
+    if hidden:
+        console.print(f"[dim]({hidden} notes not listed; --verbose lists them)[/]")
     if report.command == "check" and not issues and not report.problems:
         return
     if issues:
-        _summary_table(console, issues)
+        _summary(console, issues)
     console.print(_closing_line(report, issues))
 
 
-def _summary_table(console: Console, issues: Sequence[Issue]) -> None:
+def _summary(console: Console, issues: Sequence[Issue]) -> None:
     counts = Counter(issue.rule for issue in issues)
     files = {rule: len({i.path for i in issues if i.rule == rule}) for rule in counts}
-    table = Table(title="What was found", title_justify="left", show_lines=False,
-                  expand=False)
-    table.add_column("rule")
-    table.add_column("findings", justify="right")
-    table.add_column("files", justify="right")
-    table.add_column("what it means / what to do")
-    order = {"error": 0, "warning": 1, "note": 2}
-    for rule_id in sorted(counts, key=lambda r: (order[rule_for(r).severity], r)):
+    rules = sorted(counts, key=lambda r: (_ORDER[rule_for(r).severity], r))
+    table = Table(title="Summary", title_justify="left", expand=False)
+    for name, justify in (("rule", "left"), ("severity", "left"), ("kind", "left"),
+                          ("findings", "right"), ("files", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for rule_id in rules:
         rule = rule_for(rule_id)
-        table.add_row(
-            f"[{_STYLE[rule.severity]}]{escape(rule_id)}[/]",
-            str(counts[rule_id]),
-            str(files[rule_id]),
-            escape(f"{rule.summary}. Fix: {rule.fix}"),
-        )
+        style = _STYLE[rule.severity]
+        table.add_row(f"[{style}]{escape(rule_id)}[/]", rule.severity, rule.category,
+                      str(counts[rule_id]), str(files[rule_id]))
     console.print()
     console.print(table)
+    console.print()
+    console.print("[bold]What each rule means and what to do[/]")
+    for rule_id in rules:
+        rule = rule_for(rule_id)
+        console.print(f"  [{_STYLE[rule.severity]}]{escape(rule_id)}[/]: "
+                      f"{escape(rule.summary)}.\n      Fix: {escape(rule.fix)}.")
+    console.print()
 
 
 def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
@@ -472,3 +508,242 @@ def header_class(name: str) -> str | None:
     if _REQUEST_ID_SHAPE.match(lower):
         return "request-id"
     return None
+
+
+# --------------------------------------------------------------------------- scanning
+
+STRUCTURED_SUFFIXES = frozenset({".json", ".yaml", ".yml"})
+_SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
+                        ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox", ".nox"})
+
+
+@dataclass(frozen=True)
+class Target:
+    """A file to scan and the name to print for it."""
+
+    path: Path
+    display: str
+
+
+def _display(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def expand_paths(
+    paths: Sequence[str], *, suffixes: frozenset[str] | None = None
+) -> tuple[list[Target], list[InputProblem]]:
+    """Files named and files under directories named (sorted), and the paths that are missing."""
+    targets: list[Target] = []
+    problems: list[InputProblem] = []
+    seen: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = []
+            for child in sorted(path.rglob("*")):
+                if any(part in _SKIP_DIRS for part in child.relative_to(path).parts[:-1]):
+                    continue
+                if child.is_file() and (suffixes is None or child.suffix.lower() in suffixes):
+                    found.append(child)
+            for child in found:
+                if child not in seen:
+                    seen.add(child)
+                    targets.append(Target(child, _display(child)))
+        elif path.is_file():
+            if path not in seen:
+                seen.add(path)
+                targets.append(Target(path, _display(path) if path.is_absolute() else raw))
+        elif path.exists():
+            problems.append(InputProblem(raw, "not a regular file"))
+        else:
+            problems.append(InputProblem(raw, "no such file or directory"))
+    return targets, problems
+
+
+def _last_name(pointer: str) -> str:
+    """The last non-index token of a JSON pointer (a header or field name)."""
+    for token in reversed(pointer.split("/")[1:]):
+        if not token.isdigit():
+            return token.replace("~1", "/").replace("~0", "~")
+    return ""
+
+
+class Checker:
+    """Scans files for secrets with a `Redactor` (detectors, credential-named fields, run
+    secrets) plus the configured extra detectors; third-party placeholders count as redacted."""
+
+    def __init__(self, redactor: Redactor, config: Config) -> None:
+        self.redactor = redactor
+        self.config = config
+        self._extra = [(spec.name, spec.compiled()) for spec in config.detectors]
+
+    # -- entry points ---------------------------------------------------------------
+
+    def check_target(self, target: Target) -> tuple[list[Issue], Cassette | None]:
+        """Issues of one file and its parsed form (None for plain text).
+
+        Raises `FixtureFormatError` only when the file cannot be read at all; a JSON or
+        YAML file that does not parse is scanned as text.
+        """
+        text = read_text(target.path)
+        cassette: Cassette | None = None
+        if target.path.suffix.lower() in STRUCTURED_SUFFIXES:
+            try:
+                cassette = parse_text(target.path, text)
+            except FixtureFormatError:
+                cassette = None
+        if cassette is not None:
+            return self.scan_cassette(cassette, target.display), cassette
+        return self.scan_text(text, target.display), None
+
+    def scan_text(self, text: str, display: str) -> list[Issue]:
+        """Issues in a plain text."""
+        issues: list[Issue] = []
+        for finding in self.redactor.findings(text):
+            segment = text[finding.start:finding.end]
+            if segment and looks_redacted(segment, self.redactor.is_placeholder):
+                continue
+            line = text.count("\n", 0, finding.start) + 1
+            issues.append(Issue(display, line, finding.rule, pointer="",
+                                slot=finding.slot, preview=finding.preview))
+        for name, pattern in self._extra:
+            for match in pattern.finditer(text):
+                line = text.count("\n", 0, match.start()) + 1
+                issues.append(Issue(display, line, name, preview=mask(match.group())))
+        return issues
+
+    def scan_cassette(self, cassette: Cassette, display: str) -> list[Issue]:
+        """Issues in a parsed JSON/YAML document, at the lines of the file."""
+        document = cassette.document
+        issues: list[Issue] = []
+        for finding in self.redactor.findings(document):
+            value = resolve_pointer(document, finding.pointer)
+            if isinstance(value, str):
+                segment = value[finding.start:finding.end] if finding.end > finding.start \
+                    else value
+                if looks_redacted(segment, self.redactor.is_placeholder) or looks_redacted(
+                        value, self.redactor.is_placeholder):
+                    continue
+            rule = finding.rule
+            slot = finding.slot
+            name = _last_name(finding.pointer)
+            if rule == "sensitive-key":
+                if name.lower() in COOKIE_HEADERS:
+                    rule = "cookie"
+                slot = slot or name
+            offset = finding.start if isinstance(value, str) else None
+            line = cassette.line_for(finding.pointer, offset)
+            issues.append(Issue(display, line, rule, pointer=finding.pointer, slot=slot,
+                                preview=finding.preview))
+        if self._extra:
+            for pointer, text in iter_strings(document):
+                for name, pattern in self._extra:
+                    for match in pattern.finditer(text):
+                        issues.append(Issue(display, cassette.line_for(pointer, match.start()),
+                                            name, pointer=pointer,
+                                            preview=mask(match.group())))
+        return issues
+
+    # -- allowlist --------------------------------------------------------------------
+
+    def allowlisted(self, issue: Issue) -> bool:
+        """Whether the configuration accepts this finding."""
+        return self.config.allowed(issue.path, issue.rule, issue.fingerprint) is not None
+
+
+def build_redactor(
+    config: Config,
+    *,
+    secret_env: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Redactor:
+    """A Redactor over the caller's environment secrets (plus `secret_env` names).
+
+    A secret-looking variable whose value is too short to scan for safely is skipped
+    with a warning naming it, rather than stopping the hook.
+    """
+    env = dict(os.environ if environ is None else environ)
+    skipped: set[str] = set()
+    while True:
+        visible = {k: v for k, v in env.items() if k not in skipped}
+        try:
+            secrets = RunSecrets.from_env(visible, min_length=config.min_secret_length)
+            break
+        except SecretError as exc:
+            if exc.slot in skipped or exc.slot not in visible:
+                raise
+            skipped.add(exc.slot)
+            if warn is not None:
+                warn(f"skipping {exc.slot}: {exc.problem}")
+    for name in (*config.secret_env, *secret_env):
+        if name not in env:
+            raise UsageError(
+                f"--secret-env {name}: no such environment variable; export it or drop the flag"
+            )
+        if name in skipped:
+            continue
+        try:
+            secrets.add(name, env[name])
+        except SecretError as exc:
+            raise UsageError(f"--secret-env {name}: {exc.problem}; {exc.fix}") from None
+    return Redactor(secrets, placeholder=config.placeholder,
+                    sensitive_keys=config.sensitive_keys)
+
+
+def check_paths(
+    paths: Sequence[str],
+    checker: Checker,
+    *,
+    progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
+) -> Report:
+    """Run `redact check` over files and directories."""
+    targets, problems = expand_paths(paths)
+    report = Report(command="check", problems=list(problems))
+    iterator: Iterable[Target] = progress(targets) if progress is not None else targets
+    for target in iterator:
+        try:
+            issues, cassette = checker.check_target(target)
+        except FixtureFormatError as exc:
+            report.problems.append(InputProblem(target.display, exc.problem))
+            continue
+        report.files += 1
+        report.formats[cassette.format if cassette is not None else "text"] += 1
+        for issue in issues:
+            if checker.allowlisted(issue):
+                report.allowed += 1
+            else:
+                report.issues.append(issue)
+    return report
+
+
+@contextlib.contextmanager
+def progress_bar(
+    color: bool | None = None, *, threshold: int = 200
+) -> Iterator[Callable[[Sequence[Target]], Iterable[Target]]]:
+    """A wrapper that shows a transient progress bar on stderr for large trees on a terminal."""
+    console = Console(stderr=True, force_terminal=color, no_color=color is False)
+
+    def advance(targets: Sequence[Target]) -> Iterable[Target]:
+        if not console.is_terminal or len(targets) < threshold:
+            return targets
+        return _tracked(targets)
+
+    def _tracked(targets: Sequence[Target]) -> Iterator[Target]:
+        with Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("scanning", total=len(targets))
+            for target in targets:
+                yield target
+                bar.advance(task)
+
+    yield advance

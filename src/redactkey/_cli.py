@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
 
+from ._audit import audit_paths, load_used_files
 from ._canonical import canonicalize
+from ._check import Checker, Report, build_redactor, check_paths, progress_bar, render
+from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
 from ._keys import key_from_material, key_material
+from ._store import atomic_write
 
 __all__ = ["main", "run"]
 
@@ -88,6 +94,110 @@ def key(kind: str, material: bool) -> None:
         raise InputFailure(str(exc)) from None
     sys.stdout.buffer.write(out + b"\n")
     sys.stdout.buffer.flush()
+
+
+# --- check / audit / scrub ----------------------------------------------------------
+
+_FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]),
+                       default="text", show_default=True, help="Output format.")
+_SECRET_ENV = click.option(
+    "--secret-env", "secret_env", multiple=True, metavar="NAME",
+    help="Also look for the value of this environment variable (repeatable).")
+_CONFIG = click.option(
+    "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Configuration file (default: nearest .redactkey.toml or pyproject.toml).")
+_OUTPUT = click.option(
+    "--output", "-o", "output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None, help="Write the report to this file instead of stdout.")
+_COLOR = click.option("--color/--no-color", "color", default=None,
+                      help="Force colours on or off (default: only on a terminal).")
+_VERBOSE = click.option("--verbose", "-v", is_flag=True,
+                        help="Also list notes (request ids) in the text report.")
+
+
+def _setup(config_path: Path | None, secret_env: Sequence[str]) -> tuple[Config, Checker]:
+    try:
+        config = load_config(explicit=config_path)
+        redactor = build_redactor(config, secret_env=secret_env,
+                                  warn=lambda text: click.echo(f"redact: {text}", err=True))
+    except RedactkeyError as exc:
+        raise InputFailure(str(exc)) from None
+    return config, Checker(redactor, config)
+
+
+def _emit(report: Report, fmt: str, output: Path | None, color: bool | None,
+          verbose: bool = False) -> int:
+    if output is None:
+        render(report, fmt, sys.stdout, color=color, verbose=verbose)
+        sys.stdout.flush()
+    else:
+        buffer = io.StringIO()
+        render(report, fmt, buffer, color=False)
+        try:
+            atomic_write(output, buffer.getvalue().encode("utf-8"))
+        except OSError as exc:
+            raise InputFailure(f"{output}: cannot write the report: {exc.strerror or exc}")\
+                from None
+        if fmt != "text":
+            render(report, "text", sys.stderr, color=color, verbose=verbose)
+    return report.exit_code
+
+
+@cli.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=str))
+@_FORMAT
+@_SECRET_ENV
+@_CONFIG
+@_OUTPUT
+@_COLOR
+def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
+          config_path: Path | None, output: Path | None, color: bool | None) -> int:
+    """Find unredacted secrets in FILES (fixtures, cassettes, any text): the pre-commit hook.
+
+    Prints `path:line: rule (slot) masked-preview` per finding. Exit 0 clean,
+    1 findings, 2 usage error or unreadable input.
+    """
+    if not files:
+        raise click.UsageError("give the files or directories to check")
+    _config, checker = _setup(config_path, secret_env)
+    with progress_bar(color) as advance:
+        report = check_paths(files, checker, progress=advance)
+    return _emit(report, fmt, output, color)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@_FORMAT
+@_SECRET_ENV
+@_CONFIG
+@_OUTPUT
+@_COLOR
+@_VERBOSE
+@click.option("--run-report", "run_report", type=click.Path(dir_okay=False, path_type=Path),
+              default=None,
+              help="A run report (.redactkey-report.json): fixtures it does not list as used "
+                   "are reported as unused.")
+def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
+          config_path: Path | None, output: Path | None, color: bool | None,
+          verbose: bool, run_report: Path | None) -> int:
+    """Audit fixture directories and recorded-HTTP cassettes under PATHS.
+
+    Checks secrets, identifying headers, cookies, volatile values, keys vs file
+    names, formatting, duplicates and sizes. Exit 0 clean (notes only), 1 findings,
+    2 usage error or unreadable input.
+    """
+    if not paths:
+        raise click.UsageError("give the fixture directories or cassettes to audit")
+    _config, checker = _setup(config_path, secret_env)
+    used = None
+    if run_report is not None:
+        try:
+            used = load_used_files(run_report)
+        except RedactkeyError as exc:
+            raise InputFailure(str(exc)) from None
+    with progress_bar(color) as advance:
+        report = audit_paths(paths, checker, used=used, progress=advance)
+    return _emit(report, fmt, output, color, verbose)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

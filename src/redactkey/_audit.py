@@ -1,0 +1,309 @@
+"""`redact audit`: the health of fixture directories and recorded-HTTP cassettes.
+
+Our fixtures (`@model.<kind>.<key>.json`, `<tool>.<key>.json`, `http.<key>.json`):
+schema validity, a known format version, stored key == recomputed key == file
+name, canonical formatting, secrets, volatile values in key material, duplicate
+keys, oversized files and (given a run report) fixtures no test used.
+
+Third-party cassettes (vcrpy / pytest-recording YAML, Ruby VCR, rVCR JSON, and
+best effort for websocket and gRPC cassettes): secrets in headers, URIs and bodies,
+identifying headers (organisation / project ids), cookies, request ids, volatile
+request fields and duplicate interactions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped,unused-ignore]
+
+from ._canonical import canonicalize, pointer_join
+from ._cassettes import Cassette, Interaction, Message
+from ._check import (
+    STRUCTURED_SUFFIXES,
+    Checker,
+    InputProblem,
+    Issue,
+    Report,
+    Target,
+    expand_paths,
+    header_class,
+    looks_redacted,
+)
+from ._errors import FixtureFormatError
+from ._format import FORMAT_VERSION, dump_document, fixture_json_schema, parse_fixture
+from ._keys import find_volatile, key_from_material
+from ._secrets import mask
+from ._store import kind_for_file_name
+
+__all__ = ["audit_paths", "load_used_files"]
+
+_HTTP_FORMATS = frozenset({"vcrpy", "ruby-vcr", "rvcr-json", "grpc", "websocket"})
+
+
+class _FixtureSchema:
+    """The fixture JSON Schema validator, built once per audit."""
+
+    def __init__(self) -> None:
+        self.validator = jsonschema.Draft202012Validator(fixture_json_schema())
+
+    def first_error(self, document: Any) -> tuple[str, str] | None:
+        errors = sorted(self.validator.iter_errors(document), key=lambda e: list(e.path))
+        if not errors:
+            return None
+        error = errors[0]
+        pointer = ""
+        for token in error.absolute_path:
+            pointer = pointer_join(pointer, token)
+        return pointer, error.message[:200]
+
+
+class Auditor:
+    """Audits files one by one, then the directory-wide checks (duplicates, unused)."""
+
+    def __init__(self, checker: Checker, *, used: frozenset[str] | None = None) -> None:
+        self.checker = checker
+        self.config = checker.config
+        self.schema = _FixtureSchema()
+        self.used = used
+        self.keys: dict[tuple[str, str], list[str]] = {}
+        self.fixture_files: list[Target] = []
+
+    # -- one file -------------------------------------------------------------------
+
+    def audit_target(self, target: Target) -> list[Issue]:
+        issues: list[Issue] = []
+        try:
+            size = target.path.stat().st_size
+        except OSError as exc:
+            raise FixtureFormatError(target.display, f"cannot be read: {exc.strerror}") from None
+        if size > self.config.max_fixture_bytes:
+            issues.append(Issue(target.display, 1, "oversized-file",
+                                detail=f"{size} bytes > max-fixture-bytes "
+                                       f"{self.config.max_fixture_bytes}"))
+        found, cassette = self.checker.check_target(target)
+        issues.extend(found)
+        named = kind_for_file_name(target.path.name)
+        if cassette is None:
+            if target.path.suffix.lower() in STRUCTURED_SUFFIXES:
+                issues.append(Issue(target.display, 1, "unparsable-file",
+                                    detail=_parse_problem(target)))
+            return issues
+        if cassette.format == "fixture" or named is not None:
+            issues.extend(self._fixture(target, cassette, named))
+        elif cassette.format in _HTTP_FORMATS:
+            reported = {issue.pointer for issue in found}
+            issues.extend(_http_cassette(target.display, cassette, reported))
+        return issues
+
+    def _fixture(
+        self, target: Target, cassette: Cassette, named: tuple[str, str] | None
+    ) -> list[Issue]:
+        display = target.display
+        document = cassette.document
+        issues: list[Issue] = []
+        if not isinstance(document, dict):
+            return [Issue(display, 1, "schema-invalid", detail="not a JSON object")]
+        version = document.get("version")
+        if type(version) is not int or version != FORMAT_VERSION:
+            return [Issue(display, cassette.line_for("/version"), "unknown-version",
+                          pointer="/version",
+                          detail=f"version {version!r}; this redactkey reads {FORMAT_VERSION}")]
+        problem = self.schema.first_error(document)
+        if problem is not None:
+            pointer, message = problem
+            return [Issue(display, cassette.line_for(pointer), "schema-invalid",
+                          pointer=pointer, detail=f"{pointer or '(root)'}: {message}")]
+        raw = target.path.read_bytes()
+        try:
+            fixture = parse_fixture(display, raw)
+        except FixtureFormatError as exc:
+            return [Issue(display, cassette.line_for(exc.pointer), "schema-invalid",
+                          pointer=exc.pointer, detail=exc.problem)]
+        self.fixture_files.append(target)
+        self.keys.setdefault((fixture.kind, fixture.key), []).append(display)
+        if raw != dump_document(json.loads(raw)):
+            issues.append(Issue(display, 1, "not-canonical"))
+        mismatch = _key_mismatch(fixture.kind, fixture.key, fixture.request, named)
+        if mismatch:
+            issues.append(Issue(display, cassette.line_for("/key"), "key-mismatch",
+                                pointer="/key", detail=mismatch))
+        material = fixture.request
+        volatile_root = "/request/request" if isinstance(material, dict) and \
+            "request" in material else "/request"
+        body = material.get("request") if isinstance(material, dict) and \
+            "request" in material else material
+        for found in find_volatile(body):
+            pointer = volatile_root + found.pointer
+            issues.append(Issue(display, cassette.line_for(pointer), "volatile-key-material",
+                                pointer=pointer, detail=found.reason))
+        return issues
+
+    # -- the whole tree -------------------------------------------------------------
+
+    def finish(self) -> list[Issue]:
+        """Directory-wide issues: duplicate keys and unused fixtures."""
+        issues: list[Issue] = []
+        for (kind, key), files in sorted(self.keys.items()):
+            if len(files) > 1:
+                for other in sorted(files)[1:]:
+                    issues.append(Issue(other, 1, "duplicate-key", pointer="/key",
+                                        detail=f"{kind} {key[:12]}… also in {sorted(files)[0]}"))
+        if self.used is not None:
+            for target in self.fixture_files:
+                if target.path.name not in self.used and target.display not in self.used:
+                    issues.append(Issue(target.display, 1, "unused-fixture"))
+        return issues
+
+
+def _parse_problem(target: Target) -> str:
+    from ._cassettes import load_cassette
+
+    try:
+        load_cassette(target.path)
+    except FixtureFormatError as exc:
+        return exc.problem
+    return "could not be parsed"  # pragma: no cover - check_target parsed it already
+
+
+def _key_mismatch(
+    kind: str, key: str, material: Any, named: tuple[str, str] | None
+) -> str:
+    problems: list[str] = []
+    try:
+        recomputed = key_from_material(material)
+    except Exception as exc:  # a material JSON cannot canonicalise is itself the finding
+        return f"key material cannot be canonicalised: {exc}"
+    if recomputed != key:
+        problems.append(f"stored key {key[:12]}… != recomputed {recomputed[:12]}…")
+    if isinstance(material, dict) and material.get("kind") not in (None, kind):
+        problems.append(f"key material kind {material.get('kind')!r} != fixture kind {kind!r}")
+    if named is None:
+        problems.append("file name is not <kind>.<key>.json")
+    else:
+        name_kind, name_key = named
+        if name_key != key:
+            problems.append(f"file name key {name_key[:12]}… != stored key {key[:12]}…")
+        if name_kind != kind:
+            problems.append(f"file name kind {name_kind!r} != fixture kind {kind!r}")
+    return "; ".join(problems)
+
+
+# --------------------------------------------------------------------------- cassettes
+
+
+def _header_issues(display: str, cassette: Cassette, message: Message,
+                   reported: set[str]) -> list[Issue]:
+    issues: list[Issue] = []
+    for name, values in message.headers.items():
+        cls = header_class(name)
+        if cls is None or cls == "cookie":  # cookies come from the redactor's findings
+            continue
+        for index, value in enumerate(values):
+            pointer = pointer_join(pointer_join(pointer_join(message.pointer, "headers"), name),
+                                   index)
+            if pointer in reported:
+                continue
+            if cls == "identifying-header" and looks_redacted(value):
+                continue
+            line = cassette.line_for(pointer)
+            preview = mask(value) if cls == "identifying-header" else None
+            issues.append(Issue(display, line, cls, pointer=pointer, slot=name,
+                                preview=preview))
+    return issues
+
+
+def _request_identity(call: Interaction) -> str:
+    try:
+        body = canonicalize(call.request.body).decode("utf-8")
+    except Exception:  # best effort: an odd body still identifies by its repr
+        body = repr(call.request.body)
+    return "\0".join((call.method or "", call.uri or "", body))
+
+
+def _http_cassette(display: str, cassette: Cassette, reported: set[str]) -> list[Issue]:
+    issues: list[Issue] = []
+    seen: dict[str, int] = {}
+    for call in cassette.interactions:
+        issues.extend(_header_issues(display, cassette, call.request, reported))
+        if call.response is not None:
+            issues.extend(_header_issues(display, cassette, call.response, reported))
+        if call.request.body_pointer is not None and call.method not in ("WS", "GRPC"):
+            for found in find_volatile(call.request.body):
+                pointer = call.request.body_pointer + found.pointer
+                issues.append(Issue(display, cassette.line_for(pointer),
+                                    "volatile-request-field", pointer=pointer,
+                                    detail=found.reason))
+        if call.method in ("WS",):
+            continue
+        identity = _request_identity(call)
+        if identity in seen:
+            issues.append(Issue(display, cassette.line_for(call.pointer), "duplicate-interaction",
+                                pointer=call.pointer,
+                                detail=f"same request as interaction {seen[identity]}"))
+        else:
+            seen[identity] = call.index
+    return issues
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def load_used_files(path: Path) -> frozenset[str]:
+    """File names of the fixtures a run used, from a run report (`.redactkey-report.json`)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FixtureFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise FixtureFormatError(str(path), f"not valid JSON: {exc}") from None
+    used: set[str] = set()
+
+    def collect(value: Any) -> None:
+        if isinstance(value, dict):
+            for key in ("path", "file"):
+                if isinstance(value.get(key), str):
+                    used.add(Path(value[key]).name)
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    if not isinstance(data, dict):
+        raise FixtureFormatError(str(path), "a run report must be a JSON object")
+    for section in ("hits", "recorded", "used"):
+        collect(data.get(section))
+    return frozenset(used)
+
+
+def audit_paths(
+    paths: Sequence[str],
+    checker: Checker,
+    *,
+    used: frozenset[str] | None = None,
+    progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
+) -> Report:
+    """Run `redact audit` over directories (JSON and YAML files inside) and files."""
+    targets, problems = expand_paths(paths, suffixes=STRUCTURED_SUFFIXES)
+    report = Report(command="audit", problems=list(problems))
+    auditor = Auditor(checker, used=used)
+    iterator: Iterable[Target] = progress(targets) if progress is not None else targets
+    found: list[Issue] = []
+    for target in iterator:
+        try:
+            found.extend(auditor.audit_target(target))
+        except FixtureFormatError as exc:
+            report.problems.append(InputProblem(target.display, exc.problem))
+            continue
+        report.files += 1
+    found.extend(auditor.finish())
+    for issue in found:
+        if checker.allowlisted(issue):
+            report.allowed += 1
+        else:
+            report.issues.append(issue)
+    return report
