@@ -39,7 +39,7 @@ from ._keys import find_volatile, key_from_material
 from ._secrets import mask
 from ._store import kind_for_file_name
 
-__all__ = ["audit_paths", "load_used_files"]
+__all__ = ["Auditor", "audit_paths", "load_unused_files"]
 
 _HTTP_FORMATS = frozenset({"vcrpy", "ruby-vcr", "rvcr-json", "grpc", "websocket"})
 
@@ -64,11 +64,11 @@ class _FixtureSchema:
 class Auditor:
     """Audits files one by one, then the directory-wide checks (duplicates, unused)."""
 
-    def __init__(self, checker: Checker, *, used: frozenset[str] | None = None) -> None:
+    def __init__(self, checker: Checker, *, unused: frozenset[Path] = frozenset()) -> None:
         self.checker = checker
         self.config = checker.config
         self.schema = _FixtureSchema()
-        self.used = used
+        self.unused = unused
         self.keys: dict[tuple[str, str], list[str]] = {}
         self.fixture_files: list[Target] = []
 
@@ -152,10 +152,9 @@ class Auditor:
                 for other in sorted(files)[1:]:
                     issues.append(Issue(other, 1, "duplicate-key", pointer="/key",
                                         detail=f"{kind} {key[:12]}… also in {sorted(files)[0]}"))
-        if self.used is not None:
-            for target in self.fixture_files:
-                if target.path.name not in self.used and target.display not in self.used:
-                    issues.append(Issue(target.display, 1, "unused-fixture"))
+        for target in self.fixture_files:
+            if target.path.resolve() in self.unused:
+                issues.append(Issue(target.display, 1, "unused-fixture"))
         return issues
 
 
@@ -252,45 +251,38 @@ def _http_cassette(display: str, cassette: Cassette, reported: set[str]) -> list
 # --------------------------------------------------------------------------- entry point
 
 
-def load_used_files(path: Path) -> frozenset[str]:
-    """File names of the fixtures a run used, from a run report (`.redactkey-report.json`)."""
+def load_unused_files(path: Path) -> frozenset[Path]:
+    """Fixture files a run report (`.redactkey-report.json`, written by the pytest plugin)
+    lists as unused, resolved against the report's directory."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise FixtureFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise FixtureFormatError(str(path), f"not valid JSON: {exc}") from None
-    used: set[str] = set()
-
-    def collect(value: Any) -> None:
-        if isinstance(value, dict):
-            for key in ("path", "file"):
-                if isinstance(value.get(key), str):
-                    used.add(Path(value[key]).name)
-            for item in value.values():
-                collect(item)
-        elif isinstance(value, list):
-            for item in value:
-                collect(item)
-
-    if not isinstance(data, dict):
-        raise FixtureFormatError(str(path), "a run report must be a JSON object")
-    for section in ("hits", "recorded", "used"):
-        collect(data.get(section))
-    return frozenset(used)
+    if not isinstance(data, dict) or data.get("version") != 1:
+        raise FixtureFormatError(
+            str(path), "not a redactkey run report of version 1 (write one with pytest "
+            "--redactkey-report)")
+    unused = data.get("unused")
+    if not isinstance(unused, list) or not all(isinstance(item, str) for item in unused):
+        raise FixtureFormatError(str(path), "its `unused` entry must be a list of paths",
+                                 pointer="/unused")
+    base = path.resolve().parent
+    return frozenset((base / item).resolve() for item in unused)
 
 
 def audit_paths(
     paths: Sequence[str],
     checker: Checker,
     *,
-    used: frozenset[str] | None = None,
+    unused: frozenset[Path] = frozenset(),
     progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
 ) -> Report:
     """Run `redact audit` over directories (JSON and YAML files inside) and files."""
     targets, problems = expand_paths(paths, suffixes=STRUCTURED_SUFFIXES)
     report = Report(command="audit", problems=list(problems))
-    auditor = Auditor(checker, used=used)
+    auditor = Auditor(checker, unused=unused)
     iterator: Iterable[Target] = progress(targets) if progress is not None else targets
     found: list[Issue] = []
     for target in iterator:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ._audit import audit_paths, load_used_files
+from ._audit import audit_paths, load_unused_files
 from ._canonical import canonicalize
 from ._check import Checker, Report, build_redactor, check_paths, progress_bar, render
 from ._config import Config, load_config
@@ -175,8 +175,8 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
 @_VERBOSE
 @click.option("--run-report", "run_report", type=click.Path(dir_okay=False, path_type=Path),
               default=None,
-              help="A run report (.redactkey-report.json): fixtures it does not list as used "
-                   "are reported as unused.")
+              help="A run report (.redactkey-report.json from the pytest plugin): the fixtures "
+                   "it lists as unused are reported.")
 def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
           config_path: Path | None, output: Path | None, color: bool | None,
           verbose: bool, run_report: Path | None) -> int:
@@ -189,14 +189,14 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     if not paths:
         raise click.UsageError("give the fixture directories or cassettes to audit")
     _config, checker = _setup(config_path, secret_env)
-    used = None
+    unused: frozenset[Path] = frozenset()
     if run_report is not None:
         try:
-            used = load_used_files(run_report)
+            unused = load_unused_files(run_report)
         except RedactkeyError as exc:
             raise InputFailure(str(exc)) from None
     with progress_bar(color) as advance:
-        report = audit_paths(paths, checker, used=used, progress=advance)
+        report = audit_paths(paths, checker, unused=unused, progress=advance)
     return _emit(report, fmt, output, color, verbose)
 
 

@@ -1,0 +1,192 @@
+"""`redact audit`: fixture health, third-party cassettes, the corpus and ../shared/realworld."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from redactkey._cli import main
+from redactkey._format import Fixture
+from redactkey._keys import KeySpec, key_from_material, key_material
+from redactkey._store import FixtureDir
+from test_report import validate_sarif
+
+SECRET_RULES_OK_IN_CORPUS = {"sensitive-key", "anthropic-api-key"}
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / ".redactkey.toml").write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def audit_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object]]:
+    code = main(["audit", "--format", "json", *args])
+    out, _err = capsys.readouterr()
+    return code, json.loads(out)
+
+
+def rules_by_file(data: dict[str, object]) -> set[tuple[str, str]]:
+    findings = data["findings"]
+    assert isinstance(findings, list)
+    return {(Path(f["path"]).name, f["rule"]) for f in findings}
+
+
+def put(directory: Path, request: dict[str, object], answer: object,
+        kind: str = "tool:weather") -> Path:
+    material = key_material(kind, request, spec=KeySpec.whole())
+    return FixtureDir(directory).put(
+        Fixture(key=key_from_material(material), kind=kind, request=material, answer=answer))
+
+
+class TestAuditFixtures:
+    """Our fixture files: schema, version, keys, formatting, volatile values, duplicates."""
+
+    def test_clean_directory(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A freshly recorded directory is clean (exit 0)."""
+        put(workdir / "fx", {"city": "Paris"}, {"t": 17})
+        code, data = audit_json(capsys, "fx")
+        assert code == 0
+        assert data["findings"] == []
+        assert data["files_scanned"] == 1
+
+    @pytest.mark.parametrize(
+        ("mutate", "rule"),
+        [
+            (lambda p: p.rename(p.with_name("weather." + "0" * 64 + ".json")), "key-mismatch"),
+            (lambda p: p.write_text(p.read_text().replace('"t": 17', '"t": 18').replace(
+                "  ", "    "), encoding="utf-8"), "not-canonical"),
+            (lambda p: p.write_text(p.read_text().replace('"version": 1', '"version": 7'),
+                                    encoding="utf-8"), "unknown-version"),
+            (lambda p: p.write_text(p.read_text().replace('"answer"', '"answr"'),
+                                    encoding="utf-8"), "schema-invalid"),
+            (lambda p: p.write_text("{not json", encoding="utf-8"), "unparsable-file"),
+        ],
+        ids=["renamed", "reformatted", "version", "schema", "corrupt"],
+    )
+    def test_broken_fixture(self, workdir: Path, capsys: pytest.CaptureFixture[str],
+                            mutate: object, rule: str) -> None:
+        """Each kind of damage is reported under its rule (exit 1)."""
+        path = put(workdir / "fx", {"city": "Paris"}, {"t": 17})
+        mutate(path)  # type: ignore[operator]
+        code, data = audit_json(capsys, "fx")
+        assert code == 1
+        assert rule in {f["rule"] for f in data["findings"]}  # type: ignore[union-attr,index]
+
+    def test_stored_key_edited(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A request edited by hand no longer matches its key."""
+        path = put(workdir / "fx", {"city": "Paris"}, {"t": 17})
+        path.write_text(path.read_text().replace('"Paris"', '"Lyon"'), encoding="utf-8")
+        code, data = audit_json(capsys, "fx")
+        assert code == 1
+        (finding,) = data["findings"]  # type: ignore[misc]
+        assert finding["rule"] == "key-mismatch"
+        assert "recomputed" in finding["detail"]
+
+    def test_volatile_duplicate_oversized_unused(
+        self, workdir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Volatile key material, a duplicate key, an oversized file and an unused file."""
+        volatile = put(workdir / "a", {"at": "2026-01-02T03:04:05Z"}, {"t": 1})
+        put(workdir / "b", {"at": "2026-01-02T03:04:05Z"}, {"t": 1})
+        put(workdir / "a", {"city": "Paris"}, "x" * 500)
+        (workdir / ".redactkey.toml").write_text("max-fixture-bytes = 400\n", encoding="utf-8")
+        (workdir / ".redactkey-report.json").write_text(json.dumps({
+            "version": 1, "unused": [f"a/{volatile.name}"]}), encoding="utf-8")
+        code, data = audit_json(capsys, "a", "b", "--run-report", ".redactkey-report.json")
+        assert code == 1
+        rules = [f["rule"] for f in data["findings"]]  # type: ignore[union-attr,index]
+        assert rules.count("volatile-key-material") == 2
+        assert {"duplicate-key", "oversized-file", "unused-fixture"} <= set(rules)
+
+    def test_missing_directory_is_exit_2(self, workdir: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+        """A path that does not exist is exit 2, named."""
+        code = main(["audit", "nowhere"])
+        out, err = capsys.readouterr()
+        assert code == 2
+        assert "nowhere" in out
+        assert "Traceback" not in out + err
+
+
+class TestAuditCorpus:
+    """The shipped corpus: planted fake leaks are reported, nothing else."""
+
+    def test_corpus_findings(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Exactly the planted problems, each in its file; SARIF validates."""
+        shutil.copytree(ROOT / "corpus", workdir / "corpus")
+        code, data = audit_json(capsys, "corpus")
+        assert code == 1
+        assert data["errors"] == []
+        found = {(file, rule) for file, rule in rules_by_file(data) if rule != "request-id"}
+        assert found == {
+            ("openai_chat_leaky.yaml", "sensitive-key"),
+            ("openai_chat_leaky.yaml", "identifying-header"),
+            ("openai_chat_leaky.yaml", "cookie"),
+            ("gemini_ruby_vcr.yml", "sensitive-key"),
+            ("@model.chat.74a7b533c97e5c14f6d18a660ca8111072606b55c736a958124ea641c0689254.json",
+             "anthropic-api-key"),
+            ("weather.87d34c97ba6e1964e4faab90a6a11eafb98fcf95c01c96e66ffb5290ce66b8d3.json",
+             "volatile-key-material"),
+        }
+        code = main(["audit", "--format", "sarif", "corpus"])
+        validate_sarif(json.loads(capsys.readouterr().out))
+
+    def test_corpus_text_report_is_masked(self, workdir: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+        """The readable report explains the rules and never prints a planted value."""
+        shutil.copytree(ROOT / "corpus", workdir / "corpus")
+        code = main(["audit", "corpus"])
+        out = capsys.readouterr().out
+        assert code == 1
+        assert "What each rule means and what to do" in out
+        assert "corpus/cassettes/openai_chat_leaky.yaml:8: sensitive-key (authorization)" in out
+        for planted in ("FAKEFAKEFAKEFAKE-not-a-real-key", "org-FAKEfake", "FAKEcookie"):
+            assert planted not in out
+
+
+def _traps(shared: Path) -> list[tuple[str, int]]:
+    rows = (shared / "realworld" / "TRAPS.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    out = []
+    for row in rows:
+        path, line, kind, _what = row.split("\t", 3)
+        if kind == "not-a-secret" and line:
+            out.append((path, int(line)))
+    return out
+
+
+class TestAuditRealworld:
+    """Every third-party cassette in ../shared/realworld is audited without a crash."""
+
+    def test_no_crash_and_leak_classes(self, shared_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+        """All 113 files are read; org ids, cookies and request ids are reported; traps are not."""
+        monkeypatch.chdir(shared_dir / "realworld")
+        code, data = audit_json(capsys, ".")
+        assert code == 1
+        assert data["errors"] == []
+        assert data["files_scanned"] == 113
+        findings = data["findings"]
+        assert isinstance(findings, list)
+        slots = {(f["rule"], (f["slot"] or "").lower()) for f in findings}
+        assert {("identifying-header", "openai-organization"),
+                ("identifying-header", "openai-project"),
+                ("identifying-header", "anthropic-organization-id"),
+                ("cookie", "set-cookie"), ("cookie", "cookie"),
+                ("request-id", "x-request-id"), ("request-id", "request-id")} <= slots
+        org_files = {f["path"] for f in findings
+                     if (f["slot"] or "").lower() == "openai-organization"}
+        assert len(org_files) >= 30
+        secret_lines = {(f["path"], f["line"]) for f in findings
+                        if f["category"] == "secret"}
+        for trap in _traps(shared_dir):
+            assert trap not in secret_lines
+        secret_rules = {f["rule"] for f in findings if f["category"] == "secret"}
+        assert secret_rules <= {"sensitive-key"}
+        posthog = [f for f in findings if f["category"] == "secret"]
+        assert [Path(f["path"]).name for f in posthog] == ["test_csv_search_tool.yaml"]
