@@ -97,7 +97,7 @@ class TestRender:
         render(_report(), "text", out, color=False)
         text = out.getvalue()
         assert f"tests/cassettes/a.yaml:12: openai-api-key (authorization) {_PREVIEW}" in text
-        assert "What was found" in text
+        assert "What each rule means and what to do" in text
         assert "findings (exit 1)" in text
 
     def test_json_shape(self) -> None:
