@@ -75,7 +75,8 @@ class Rule:
 
 
 # Token characters: a key glued to more of them is part of something bigger (a slug, a blob).
-_B = r"(?<![A-Za-z0-9_\-])"
+# A percent escape (`%3D`) or a JSON escape (`\n`, `\u0020`) in front still counts as a break.
+_B = r"(?:(?<![A-Za-z0-9_\-])|(?<=%[0-9A-Fa-f]{2})|(?<=\\[nrtbf])|(?<=\\u[0-9A-Fa-f]{4}))"
 _E = r"(?![A-Za-z0-9_\-])"
 
 
@@ -295,13 +296,18 @@ def looks_high_entropy(text: str) -> bool:
 
 # --- the detector set -------------------------------------------------------------------
 
+_HINT = -1
 _BLOB = re.compile(r"(?:data:[\w/+.\-]+;base64,)?[A-Za-z0-9+/_\-]{256,}={0,2}")
 
 
 class Detectors:
-    """A fixed set of rules behind one keyword automaton. Pure and thread-safe after init."""
+    """A fixed set of rules behind one keyword automaton. Pure and thread-safe after init.
 
-    def __init__(self, rules: Iterable[Rule] = DEFAULT_RULES) -> None:
+    `hints` are extra literals that only report whether they occur (`scan(...)[1]`), so
+    a caller can gate its own work on the same single pass over the text.
+    """
+
+    def __init__(self, rules: Iterable[Rule] = DEFAULT_RULES, *, hints: Iterable[str] = ()) -> None:
         self.rules: tuple[Rule, ...] = tuple(rules)
         automaton = ahocorasick.Automaton()
         by_keyword: dict[str, list[int]] = {}
@@ -310,20 +316,31 @@ class Detectors:
                 raise ValueError(f"detector rule {rule.name!r} needs at least one keyword")
             for keyword in rule.keywords:
                 by_keyword.setdefault(keyword, []).append(index)
+        for hint in hints:
+            by_keyword.setdefault(hint, []).append(_HINT)
+        self._empty = not by_keyword
         for keyword, indexes in sorted(by_keyword.items()):
-            automaton.add_word(keyword, tuple(indexes))
+            automaton.add_word(keyword, tuple(sorted(set(indexes))))
         automaton.make_automaton()
         self._automaton = automaton
 
     def spans(self, text: str) -> list[Span]:
         """Every detector match in `text`, minus known id shapes, in text order."""
-        if len(text) < 8 or (len(text) >= 256 and _BLOB.fullmatch(text)):
-            return []
+        return self.scan(text)[0]
+
+    def scan(self, text: str) -> tuple[list[Span], bool]:
+        """Detector matches in `text` and whether any hint literal occurs in it."""
+        if self._empty or len(text) < 8:
+            return [], False
         fired: set[int] = set()
         for _end, indexes in self._automaton.iter(text):
             fired.update(indexes)
         if not fired:
-            return []
+            return [], False
+        hinted = _HINT in fired
+        fired.discard(_HINT)
+        if not fired or (len(text) >= 256 and _BLOB.fullmatch(text)):
+            return [], hinted
         out: list[Span] = []
         for index in sorted(fired):
             rule = self.rules[index]
@@ -339,4 +356,4 @@ class Detectors:
                     continue
                 out.append(Span(start, end, rule.name, None))
         out.sort()
-        return out
+        return out, hinted

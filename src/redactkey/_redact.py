@@ -31,7 +31,7 @@ import ahocorasick
 from pydantic import BaseModel, SecretBytes, SecretStr
 
 from ._canonical import pointer_join
-from ._detectors import Detectors, Span, looks_high_entropy
+from ._detectors import DEFAULT_RULES, Detectors, Span, looks_high_entropy
 from ._errors import UsageError
 from ._secrets import RunSecrets, mask
 
@@ -142,39 +142,11 @@ _LINE_KV = re.compile(
 _QUERY_KV = re.compile(
     r"(?:(?<=^)|(?<=[?&;\s]))(?P<key>[A-Za-z0-9_.\-%\[\]]{1,64})=(?P<val>[^&\s#;\"'<>]+)"
 )
-_KEYWORD_HINTS = (
-    "auth",
-    "Auth",
-    "AUTH",
-    "key",
-    "Key",
-    "KEY",
-    "token",
-    "Token",
-    "TOKEN",
-    "secret",
-    "Secret",
-    "SECRET",
-    "passw",
-    "Passw",
-    "PASSW",
-    "cookie",
-    "Cookie",
-    "COOKIE",
-    "sig",
-    "Sig",
-    "SIG",
-    "credential",
-    "Credential",
-    "CREDENTIAL",
-    "code-verifier",
-    "code_verifier",
-    "pwd",
-)
 
 _B64_TEXT = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2}")
 _SSE_LINE = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)$")
 _MAX_DEPTH = 8
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 class _Known:
@@ -225,23 +197,24 @@ class Redactor:
         self._secrets = secrets
         self.placeholder = placeholder
         self._labelled = "{label}" in placeholder
-        self._detectors = Detectors() if detectors else None
+        self._detect = detectors
         extra = {_norm(k) for k in sensitive_keys}
         safe = {_norm(k) for k in safe_keys}
         self._sensitive = (SENSITIVE_KEYS | extra) - safe
         self._sensitive_query = (SENSITIVE_QUERY_KEYS | self._sensitive) - safe
         self._safe = safe
+        self._key_classes: dict[str, int] = {}
         ours = re.escape(placeholder).replace(re.escape("{label}"), r"[A-Za-z0-9_.:\-]*")
         self._placeholder_re = re.compile(
             "|".join(
                 sorted({ours, re.escape(DEFAULT_PLACEHOLDER), r"\[REDACTED:[A-Za-z0-9_.:\-]*\]"})
             )
         )
-        hints = ahocorasick.Automaton()
-        for word in _KEYWORD_HINTS:
-            hints.add_word(word, word)
-        hints.make_automaton()
-        self._hints = hints
+        self._detectors = Detectors(
+            DEFAULT_RULES if detectors else (),
+            hints=_hint_words(self._sensitive)
+            + _hint_words(n + "=" for n in self._sensitive_query - self._sensitive),
+        )
         self._lock = threading.Lock()
         self._known = _Known(secrets)
         for label in ("X", "OPENAI_API_KEY", "authorization"):
@@ -255,15 +228,14 @@ class Redactor:
     def __repr__(self) -> str:
         slots = 0 if self._secrets is None else len(self._secrets)
         return (
-            f"Redactor(slots={slots}, placeholder={self.placeholder!r}, "
-            f"detectors={self._detectors is not None})"
+            f"Redactor(slots={slots}, placeholder={self.placeholder!r}, detectors={self._detect})"
         )
 
     # -- public helpers ---------------------------------------------------------------
 
     def is_sensitive_key(self, name: str) -> bool:
         """Whether a field, header or query parameter name holds a credential by name."""
-        return _norm(name) in self._sensitive
+        return self._key_class(name) == 1
 
     def is_placeholder(self, text: str) -> bool:
         """Whether `text` is one of our placeholders (labelled or not)."""
@@ -271,7 +243,11 @@ class Redactor:
 
     def redact(self, value: Any) -> Any:
         """A redacted copy of `value`: JSON-like data (keys and values), `str` or `bytes`."""
-        return self._value(value, "", None, 0)
+        try:
+            return self._value(value, "", None, 0)
+        except UsageError:
+            # The fast walk does not track pointers; walk again to name where the bad value is.
+            return self._value(value, "", [], 0)
 
     def findings(self, value: Any) -> list[Finding]:
         """What `redact(value)` would take out, by JSON pointer; values are masked."""
@@ -305,18 +281,18 @@ class Redactor:
         `choices[0].delta.content`, is read as one text) or SSE texts/bytes (consecutive
         `data:` events are read the same way).
         """
-        out = [self.redact(chunk) for chunk in chunks]
-        texts = [i for i, c in enumerate(out) if isinstance(c, (str, bytes))]
-        if texts and len(texts) == len(out) and any(_looks_sse(_as_text(c)) for c in out):
-            decoded = [_as_text(c) for c in out]
-            joined = self._sse_pass(decoded)
-            return [
-                joined[i].encode("utf-8", "surrogateescape")
-                if isinstance(out[i], bytes)
-                else joined[i]
-                for i in range(len(out))
+        chunks = list(chunks)
+        textual = all(isinstance(c, (str, bytes)) for c in chunks)
+        if chunks and textual and any(_looks_sse(_as_text(c)) for c in chunks):
+            # Split secrets first, on the original text: redacting chunk by chunk could
+            # take out half a key and leave the other half unrecognisable.
+            joined = self._sse_pass([_as_text(c) for c in chunks])
+            rejoined: list[Any] = [
+                joined[i].encode("utf-8", "surrogateescape") if isinstance(c, bytes) else joined[i]
+                for i, c in enumerate(chunks)
             ]
-        return self._stream_pass(out)
+            return [self.redact(c) for c in rejoined]
+        return [self.redact(c) for c in self._stream_pass(chunks)]
 
     # -- the known-value automaton ----------------------------------------------------
 
@@ -343,18 +319,17 @@ class Redactor:
     # -- walking data -----------------------------------------------------------------
 
     def _value(self, value: Any, pointer: str, found: list[Finding] | None, depth: int) -> Any:
-        if isinstance(value, str):
+        kind = type(value)
+        if kind is str:
             return self._str(value, pointer, found, depth)
-        if isinstance(value, Mapping):
+        if kind in _SCALARS:
+            return value
+        if kind is dict or (kind is not list and isinstance(value, Mapping)):
             return self._mapping(value, pointer, found, depth)
-        if isinstance(value, (list, tuple)):
-            items = [
-                self._value(item, pointer_join(pointer, i), found, depth)
-                for i, item in enumerate(value)
-            ]
-            if isinstance(value, list) and len(items) == 2 and self._pair_is_sensitive(items):
-                items[1] = self._whole(value[1], pointer_join(pointer, 1), found, items[0])
-            return items if isinstance(value, list) else tuple(items)
+        if kind is list or isinstance(value, (list, tuple)):
+            return self._sequence(value, pointer, found, depth)
+        if isinstance(value, str):
+            return self._str(str(value), pointer, found, depth)
         if value is None or isinstance(value, (bool, int, float)):
             return value
         if isinstance(value, (bytes, bytearray)):
@@ -372,33 +347,70 @@ class Redactor:
             "data (dict, list, str, number, bool, None), str or bytes"
         )
 
+    def _sequence(
+        self, value: Sequence[Any], pointer: str, found: list[Finding] | None, depth: int
+    ) -> list[Any] | tuple[Any, ...]:
+        track = found is not None
+        items = [
+            item
+            if type(item) in _SCALARS
+            else self._value(item, pointer_join(pointer, i) if track else "", found, depth)
+            for i, item in enumerate(value)
+        ]
+        if len(items) == 2 and isinstance(value, list) and self._pair_is_sensitive(items):
+            child = pointer_join(pointer, 1) if track else ""
+            items[1] = self._whole(value[1], child, found, items[0])
+        return items if isinstance(value, list) else tuple(items)
+
+    def _key_class(self, key: str) -> int:
+        """0: an ordinary name, 1: a credential by name, 2: credential-ish (entropy applies)."""
+        cached = self._key_classes.get(key)
+        if cached is None:
+            norm = _norm(key)
+            if norm in self._sensitive:
+                cached = 1
+            elif norm not in self._safe and _FUZZY_CREDENTIAL.search(norm):
+                cached = 2
+            else:
+                cached = 0
+            if len(self._key_classes) < 65536:
+                self._key_classes[key] = cached
+        return cached
+
     def _mapping(
         self, value: Mapping[Any, Any], pointer: str, found: list[Finding] | None, depth: int
     ) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
+        track = found is not None
         for key, item in value.items():
-            child = pointer_join(pointer, str(key))
+            child = pointer_join(pointer, str(key)) if track else ""
+            if type(key) is not str:
+                out[key] = (
+                    item if type(item) in _SCALARS else self._value(item, child, found, depth)
+                )
+                continue
             new_key = key
-            if isinstance(key, str) and len(key) >= 8:
+            if len(key) >= 8:
                 new_key = self._str(key, child, found, depth)
                 if new_key != key and new_key in out:
                     n = 2
                     while f"{new_key}~{n}" in out:
                         n += 1
                     new_key = f"{new_key}~{n}"
-            if isinstance(key, str) and self.is_sensitive_key(key):
+            klass = self._key_class(key)
+            if klass == 1:
                 out[new_key] = self._whole(item, child, found, key)
             elif (
-                isinstance(key, str)
-                and isinstance(item, str)
-                and self._detectors is not None
-                and _norm(key) not in self._safe
-                and _FUZZY_CREDENTIAL.search(_norm(key))
+                klass == 2
+                and self._detect
+                and type(item) is str
                 and not self.is_placeholder(item)
                 and looks_high_entropy(item)
             ):
                 self._note(found, child, 0, len(item), "high-entropy", None, item)
                 out[new_key] = self._placeholder_for(_norm(key))
+            elif type(item) in _SCALARS:
+                out[new_key] = item
             else:
                 out[new_key] = self._value(item, child, found, depth)
         return out
@@ -460,15 +472,15 @@ class Redactor:
     ) -> str:
         if len(text) < 8:
             return text
-        if depth < _MAX_DEPTH:
+        if depth < _MAX_DEPTH and (text[0] in "{[ \t\r\n" or _B64_TEXT.fullmatch(text)):
             opened = self._open(text, pointer, found, depth)
             if opened is not None:
                 text = opened
+        if depth < _MAX_DEPTH and _looks_sse(text):
+            text = self._sse_pass([text])[0]
         spans = self._scan(text, query=query)
         if spans:
             text = self._apply(text, spans, pointer, found)
-        if depth < _MAX_DEPTH and _looks_sse(text):
-            text = self._sse_pass([text])[0]
         return text
 
     def _open(self, text: str, pointer: str, found: list[Finding] | None, depth: int) -> str | None:
@@ -519,16 +531,15 @@ class Redactor:
 
     def _raw_spans(self, text: str, *, query: bool = False) -> list[Span]:
         spans: list[Span] = []
-        automaton = self._automaton()
-        if automaton is not None:
-            for end, (length, slot) in automaton.iter(text):
-                spans.append(Span(end + 1 - length, end + 1, "known-value", slot))
-        if self._detectors is not None:
-            spans.extend(self._detectors.spans(text))
-        hinted = False
-        for _ in self._hints.iter(text):
-            hinted = True
-            break
+        secrets = self._secrets
+        if secrets is not None:
+            automaton = self._automaton()
+            if automaton is not None:
+                for end, (length, slot) in automaton.iter(text):
+                    spans.append(Span(end + 1 - length, end + 1, "known-value", slot))
+        found, hinted = self._detectors.scan(text)
+        if found:
+            spans.extend(found)
         if hinted:
             spans.extend(self._keyed_spans(text, query=query))
         return spans
@@ -600,16 +611,25 @@ class Redactor:
     # -- streams ----------------------------------------------------------------------
 
     def _stream_pass(self, chunks: list[Any]) -> list[Any]:
-        """Find secrets that only appear when a field is read across consecutive chunks."""
-        by_pointer: dict[str, list[tuple[int, str]]] = {}
+        """Find secrets that only appear when a field is read across consecutive chunks.
+
+        Runs on the original chunks (before each is redacted alone): a key cut in two can
+        only be recognised whole. Only spans that cross a chunk boundary are applied here.
+        """
+        by_path: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
         for index, chunk in enumerate(chunks):
-            for pointer, text in _leaves(chunk, ""):
-                by_pointer.setdefault(pointer, []).append((index, text))
-        edits: dict[tuple[int, str], str] = {}
-        for pointer, pieces in by_pointer.items():
+            for path, text in _leaves(chunk):
+                by_path.setdefault(path, []).append((index, text))
+        edits: dict[int, dict[tuple[Any, ...], str]] = {}
+        for path, pieces in by_path.items():
             if len(pieces) < 2:
                 continue
+            first = pieces[0][1]
+            if all(text == first for _, text in pieces):
+                continue  # ids, models, roles: repeated verbatim, nothing is split
             joined = "".join(text for _, text in pieces)
+            if len(joined) < 8:
+                continue
             spans = self._scan(joined)
             if not spans:
                 continue
@@ -630,14 +650,11 @@ class Redactor:
                     if s.start < hi and s.end > lo
                 ]
                 if local:
-                    edits[(index, pointer)] = self._apply(text, local, pointer, None)
+                    edits.setdefault(index, {})[path] = self._apply(text, local, "", None)
         if not edits:
             return chunks
-        per_chunk: dict[int, dict[str, str]] = {}
-        for (index, pointer), text in edits.items():
-            per_chunk.setdefault(index, {})[pointer] = text
         return [
-            _replace_leaves(chunk, "", per_chunk[index]) if index in per_chunk else chunk
+            _replace_leaves(chunk, (), edits[index]) if index in edits else chunk
             for index, chunk in enumerate(chunks)
         ]
 
@@ -677,6 +694,22 @@ class Redactor:
 # --- helpers ----------------------------------------------------------------------------
 
 
+def _hint_words(names: Iterable[str]) -> list[str]:
+    """Literals that must occur for a credential name to be in a text, in common spellings."""
+    words: set[str] = set()
+    for name in names:
+        parts = [p for p in re.split(r"[-_]", name) if p]
+        for sep in ("-", "_", ""):
+            for form in (
+                sep.join(parts),
+                sep.join(p.upper() for p in parts),
+                sep.join(p.capitalize() for p in parts),
+                parts[0] + "".join(p.capitalize() for p in parts[1:]),
+            ):
+                words.add(form)
+    return sorted(w for w in words if len(w) >= 3)
+
+
 def _unquote(text: str) -> str:
     if "%" not in text:
         return text
@@ -698,31 +731,29 @@ def _indent_of(text: str) -> int | None:
     return len(match.group(1)) if match else None
 
 
-def _leaves(value: Any, pointer: str) -> Iterable[tuple[str, str]]:
-    if isinstance(value, str):
-        yield pointer, value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _leaves(item, pointer_join(pointer, str(key)))
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            yield from _leaves(item, pointer_join(pointer, index))
+def _leaves(value: Any) -> list[tuple[tuple[Any, ...], str]]:
+    """Every string leaf of JSON-like data with its path (dict keys and list indexes)."""
+    out: list[tuple[tuple[Any, ...], str]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        if type(item) is str:
+            out.append((path, item))
+        elif isinstance(item, Mapping):
+            stack.extend(((*path, key), child) for key, child in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(((*path, i), child) for i, child in enumerate(item))
+    out.reverse()
+    return out
 
 
-def _replace_leaves(value: Any, pointer: str, edits: Mapping[str, str]) -> Any:
+def _replace_leaves(value: Any, path: tuple[Any, ...], edits: Mapping[tuple[Any, ...], str]) -> Any:
     if isinstance(value, str):
-        return edits.get(pointer, value)
+        return edits.get(path, value)
     if isinstance(value, Mapping):
-        return {
-            key: _replace_leaves(item, pointer_join(pointer, str(key)), edits)
-            for key, item in value.items()
-        }
+        return {key: _replace_leaves(item, (*path, key), edits) for key, item in value.items()}
     if isinstance(value, list):
-        return [
-            _replace_leaves(item, pointer_join(pointer, i), edits) for i, item in enumerate(value)
-        ]
+        return [_replace_leaves(item, (*path, i), edits) for i, item in enumerate(value)]
     if isinstance(value, tuple):
-        return tuple(
-            _replace_leaves(item, pointer_join(pointer, i), edits) for i, item in enumerate(value)
-        )
+        return tuple(_replace_leaves(item, (*path, i), edits) for i, item in enumerate(value))
     return value
