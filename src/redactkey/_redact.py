@@ -102,7 +102,7 @@ SENSITIVE_QUERY_KEYS: frozenset[str] = frozenset(
 
 _FUZZY_CREDENTIAL = re.compile(
     r"(?:^|-)(?:secret|token|password|passwd|pwd|api-?key|access-?key|private-?key"
-    r"|credentials?|auth|signature)(?:-|$)"
+    r"|credentials?|auth)(?:-|$)"
 )
 
 
