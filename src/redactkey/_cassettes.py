@@ -47,6 +47,7 @@ __all__ = [
     "Message",
     "decode_body_bytes",
     "load_cassette",
+    "load_yaml_raw",
     "parse_text",
     "resolve_pointer",
 ]
@@ -288,6 +289,22 @@ def _load_yaml(path: str, text: str) -> tuple[JSONValue, LineMap]:
         raise FixtureFormatError(path, "YAML nested too deeply") from None
     finally:
         loader.dispose()
+
+
+def load_yaml_raw(path: str, text: str) -> JSONValue:
+    """A YAML document as plain data with binary scalars as `bytes` (for rewriting it)."""
+    document, _lines = _load_yaml(path, text)
+    return _plain_bytes(document)
+
+
+def _plain_bytes(value: Any) -> Any:
+    if isinstance(value, _Bytes):
+        return bytes(value)
+    if isinstance(value, dict):
+        return {k: _plain_bytes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_bytes(v) for v in value]
+    return value
 
 
 # --------------------------------------------------------------------------- JSON

@@ -12,10 +12,19 @@ import click
 
 from ._audit import audit_paths, load_unused_files
 from ._canonical import canonicalize
-from ._check import Checker, Report, build_redactor, check_paths, progress_bar, render
+from ._check import (
+    IDENTIFYING_HEADERS,
+    Checker,
+    Report,
+    build_redactor,
+    check_paths,
+    progress_bar,
+    render,
+)
 from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
 from ._keys import key_from_material, key_material
+from ._scrub import plan_paths
 from ._store import atomic_write
 
 __all__ = ["main", "run"]
@@ -115,9 +124,13 @@ _VERBOSE = click.option("--verbose", "-v", is_flag=True,
                         help="Also list notes (request ids) in the text report.")
 
 
-def _setup(config_path: Path | None, secret_env: Sequence[str]) -> tuple[Config, Checker]:
+def _setup(config_path: Path | None, secret_env: Sequence[str],
+           *, extra_keys: Sequence[str] = ()) -> tuple[Config, Checker]:
     try:
         config = load_config(explicit=config_path)
+        if extra_keys:
+            config = config.model_copy(
+                update={"sensitive_keys": (*config.sensitive_keys, *extra_keys)})
         redactor = build_redactor(config, secret_env=secret_env,
                                   warn=lambda text: click.echo(f"redact: {text}", err=True))
     except RedactkeyError as exc:
@@ -198,6 +211,40 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     with progress_bar(color) as advance:
         report = audit_paths(paths, checker, unused=unused, progress=advance)
     return _emit(report, fmt, output, color, verbose)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--write", is_flag=True,
+              help="Apply the changes (atomically). Without it, only show what would change.")
+@_SECRET_ENV
+@_CONFIG
+@_COLOR
+def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
+          config_path: Path | None, color: bool | None) -> int:
+    """Redact fixtures and cassettes under PATHS in place (a dry run unless --write).
+
+    Our fixtures are re-keyed and renamed when their key changes. Dry run: exit 1
+    when something would change. --write: exit 0 when everything was scrubbed,
+    1 when a finding remains or a rename was refused, 2 for unreadable input.
+    """
+    if not paths:
+        raise click.UsageError("give the fixture directories or cassettes to scrub")
+    # scrub also takes out the headers that identify an account (organisation ids)
+    _config, checker = _setup(config_path, secret_env, extra_keys=sorted(IDENTIFYING_HEADERS))
+    with progress_bar(color) as advance:
+        report = plan_paths(paths, checker, write=write, echo=click.echo, progress=advance)
+    for problem in report.problems:
+        click.echo(f"{problem.path}: cannot read: {problem.problem}")
+    changed = len({issue.path for issue in report.issues})
+    if write:
+        click.echo(f"scrub: {report.files} files read; "
+                   + ("done" if report.exit_code == 0 else f"{changed} files need attention"))
+    else:
+        click.echo(f"scrub (dry run): {report.files} files read; "
+                   + (f"{changed} would change; run again with --write to apply"
+                      if changed else "nothing to change"))
+    return report.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

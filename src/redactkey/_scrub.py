@@ -1,0 +1,251 @@
+"""`redact scrub`: redact existing fixtures and cassettes in place.
+
+A dry run by default: it lists what would change (masked, with lines) and exits 1
+when anything would. `--write` applies the changes atomically (temporary file,
+then rename). Our fixtures are redacted, re-keyed from their redacted key
+material and renamed when their key changes; a rename onto an existing different
+file is refused (named), never forced. Third-party cassettes are rewritten only
+when they hold a finding: JSON with 2-space indentation, YAML through PyYAML's
+safe dumper (binary bodies stay `!!binary`, gzip bodies are recompressed).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ._canonical import pointer_join
+from ._cassettes import load_yaml_raw
+from ._check import (
+    STRUCTURED_SUFFIXES,
+    Checker,
+    InputProblem,
+    Issue,
+    Report,
+    Target,
+    expand_paths,
+)
+from ._errors import FixtureFormatError
+from ._format import Fixture, dump_document, parse_cassette, parse_fixture
+from ._keys import key_from_material
+from ._store import FixtureDir, atomic_write, kind_for_file_name
+
+__all__ = ["Change", "plan_paths", "plan_target", "write_change"]
+
+
+@dataclass
+class Change:
+    """What scrubbing one file does: the findings it removes, the new bytes, a rename."""
+
+    target: Target
+    issues: list[Issue]
+    data: bytes
+    new_path: Path
+    notes: list[str] = field(default_factory=list)
+    conflict: str | None = None
+
+    @property
+    def renames(self) -> bool:
+        return self.new_path != self.target.path
+
+
+def _redact_fixture_document(checker: Checker, fixture: Fixture) -> Fixture:
+    redactor = checker.redactor
+    document = fixture.document()
+    material = redactor.redact(document["request"])
+    out: dict[str, Any] = {"version": fixture.version, "kind": fixture.kind,
+                           "request": material, "key": key_from_material(material)}
+    if "answer" in document:
+        out["answer"] = redactor.redact(document["answer"])
+    elif "chunks" in document:
+        out["chunks"] = redactor.redact_stream(document["chunks"])
+    else:
+        out["error"] = redactor.redact(document["error"])
+    return Fixture.model_validate(out)
+
+
+def _plan_fixture(target: Target, raw: bytes, checker: Checker,
+                  issues: list[Issue]) -> Change | None:
+    fixture = parse_fixture(target.display, raw)
+    scrubbed = _redact_fixture_document(checker, fixture)
+    data = scrubbed.dumps()
+    new_path = target.path
+    notes: list[str] = []
+    if kind_for_file_name(target.path.name) is not None or fixture.key != scrubbed.key:
+        new_path = FixtureDir(target.path.parent).path_for(scrubbed.kind, scrubbed.key)
+    if scrubbed.key != fixture.key:
+        notes.append(f"re-keyed {fixture.key[:12]}… -> {scrubbed.key[:12]}…")
+    if new_path != target.path:
+        notes.append(f"renamed to {new_path.name}")
+    if data == raw and new_path == target.path:
+        return None
+    if data != raw and not issues and not notes:
+        notes.append("rewritten in canonical formatting")
+    change = Change(target, issues, data, new_path, notes)
+    if change.renames and new_path.exists():
+        try:
+            same = new_path.read_bytes() == data
+        except OSError:
+            same = False
+        if not same:
+            change.conflict = (f"{new_path.name} already exists with other content; "
+                               "compare the two and delete one")
+        else:
+            change.notes.append("identical to an existing file: the old name is removed")
+    return change
+
+
+def _plan_store(target: Target, raw: bytes, checker: Checker,
+                issues: list[Issue]) -> Change | None:
+    cassette = parse_cassette(target.display, raw)
+    entries = []
+    for entry in cassette.entries:
+        scrubbed = _redact_fixture_document(checker, entry.to_fixture())
+        entries.append(scrubbed.entry_document())
+    entries.sort(key=lambda e: (e["key"], e["kind"]))
+    data = dump_document({"version": cassette.version, "entries": entries})
+    if data == raw:
+        return None
+    return Change(target, issues, data, target.path, ["entries redacted and re-keyed"])
+
+
+def _gzip_pointers(value: Any, pointer: str, found: dict[str, bytes]) -> Any:
+    """Replace gzip bodies by their decompressed bytes, remembering where they were."""
+    if isinstance(value, bytes):
+        if value[:2] == b"\x1f\x8b":
+            try:
+                plain = gzip.decompress(value)
+            except (OSError, EOFError):
+                return bytes(value)
+            found[pointer] = value
+            return plain
+        return bytes(value)
+    if isinstance(value, dict):
+        return {k: _gzip_pointers(v, pointer_join(pointer, k), found) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_gzip_pointers(v, pointer_join(pointer, i), found) for i, v in enumerate(value)]
+    return value
+
+
+def _set(document: Any, pointer: str, compress: Callable[[Any], Any]) -> None:
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    node = document
+    for token in tokens[:-1]:
+        node = node[int(token)] if isinstance(node, list) else node.get(token)
+        if node is None:
+            return
+    last = tokens[-1] if tokens else None
+    if last is None:
+        return
+    if isinstance(node, list):
+        node[int(last)] = compress(node[int(last)])
+    elif isinstance(node, dict) and last in node:
+        node[last] = compress(node[last])
+
+
+def _gz(value: Any) -> Any:
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if isinstance(value, bytes):
+        return gzip.compress(value, mtime=0)
+    return value
+
+
+def _plan_third_party(target: Target, text: str, checker: Checker,
+                      issues: list[Issue]) -> Change | None:
+    if not issues:
+        return None
+    redactor = checker.redactor
+    if target.path.suffix.lower() == ".json" or text.lstrip()[:1] in ("{", "["):
+        redacted = redactor.redact(json.loads(text))
+        data = (json.dumps(redacted, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    else:
+        raw = load_yaml_raw(target.display, text)
+        gzipped: dict[str, bytes] = {}
+        plain = _gzip_pointers(raw, "", gzipped)
+        redacted = redactor.redact(plain)
+        for pointer in gzipped:
+            _set(redacted, pointer, _gz)
+        dumped = yaml.safe_dump(redacted, sort_keys=False, allow_unicode=True,
+                                default_flow_style=False, width=1000,
+                                explicit_start=text.startswith("---"))
+        data = dumped.encode("utf-8")
+    return Change(target, issues, data, target.path, ["rewritten with the findings redacted"])
+
+
+def plan_target(target: Target, checker: Checker) -> Change | None:
+    """The change scrubbing `target` would make, or None; `FixtureFormatError` if unreadable."""
+    issues, cassette = checker.check_target(target)
+    secret_issues = [i for i in issues if i.level != "note" and not checker.allowlisted(i)]
+    if cassette is None:
+        if secret_issues:
+            return Change(target, secret_issues, b"", target.path,
+                          conflict="not JSON or YAML: edit the file by hand")
+        return None
+    raw = target.path.read_bytes()
+    if cassette.format == "fixture":
+        return _plan_fixture(target, raw, checker, secret_issues)
+    if cassette.format == "store":
+        return _plan_store(target, raw, checker, secret_issues)
+    return _plan_third_party(target, cassette.text, checker, secret_issues)
+
+
+def write_change(change: Change, checker: Checker) -> list[Issue]:
+    """Apply a change atomically; returns the findings still present afterwards."""
+    atomic_write(change.new_path, change.data)
+    if change.renames:
+        os.unlink(change.target.path)
+    after = Target(change.new_path, change.target.display if not change.renames else
+                   change.target.display.rsplit("/", 1)[0] + "/" + change.new_path.name
+                   if "/" in change.target.display else change.new_path.name)
+    remaining, _ = checker.check_target(after)
+    return [i for i in remaining if i.level == "error" and not checker.allowlisted(i)]
+
+
+def plan_paths(
+    paths: Sequence[str],
+    checker: Checker,
+    *,
+    write: bool,
+    echo: Callable[[str], None],
+    progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
+) -> Report:
+    """Scrub (or, without `write`, plan scrubbing) every JSON/YAML file under `paths`."""
+    targets, problems = expand_paths(paths, suffixes=STRUCTURED_SUFFIXES)
+    report = Report(command="scrub" if write else "scrub (dry run)", problems=list(problems))
+    iterator: Iterable[Target] = progress(targets) if progress is not None else targets
+    for target in iterator:
+        try:
+            change = plan_target(target, checker)
+        except FixtureFormatError as exc:
+            report.problems.append(InputProblem(target.display, exc.problem))
+            continue
+        report.files += 1
+        if change is None:
+            continue
+        verb = "scrubbed" if write else "would scrub"
+        for issue in change.issues:
+            echo(f"{issue.headline()}")
+        for note in change.notes:
+            echo(f"{target.display}: {'' if write else 'would be '}{note}")
+        if change.conflict is not None:
+            echo(f"{target.display}: not scrubbed: {change.conflict}")
+            report.issues.extend(change.issues or [Issue(target.display, 1, "key-mismatch",
+                                                         detail=change.conflict)])
+            continue
+        if write:
+            remaining = write_change(change, checker)
+            report.issues.extend(remaining)
+            echo(f"{target.display}: {verb}" + (f"; {len(remaining)} findings remain"
+                                                  if remaining else ""))
+        else:
+            report.issues.extend(change.issues or [Issue(target.display, 1, "not-canonical",
+                                                         detail="; ".join(change.notes))])
+    return report
