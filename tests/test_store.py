@@ -206,43 +206,48 @@ class TestFixtureDir:
         assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in store.files())
 
     @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-    def test_killed_writer_leaves_no_truncated_file(self, tmp_path: Path) -> None:
-        """A writer killed with SIGKILL mid-write leaves only complete, valid fixtures."""
+    @pytest.mark.parametrize("crash_at", ["mid-write", "before-rename"])
+    def test_killed_writer_leaves_no_truncated_file(self, tmp_path: Path, crash_at: str) -> None:
+        """A writer killed with SIGKILL inside a write leaves the old file whole and no new part."""
         code = """
-            import sys, hashlib
+            import hashlib, os, signal, sys
             from redactkey import Fixture, FixtureDir
             store = FixtureDir(sys.argv[1])
-            n = 0
-            while True:
-                key = hashlib.sha256(str(n % 7).encode()).hexdigest()
-                store.put(Fixture(key=key, kind="text", request={"n": n % 7},
-                                  answer={"n": n, "pad": "y" * 2_000_000}))
-                open(sys.argv[1] + ".progress", "w").write(str(n))
-                n += 1
+            key = hashlib.sha256(b"k").hexdigest()
+            store.put(Fixture(key=key, kind="text", request={"n": 1}, answer={"v": "old"}))
+
+            def die(*args, **kwargs):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            if sys.argv[2] == "mid-write":
+                real_fdopen = os.fdopen
+
+                class HalfWriter:
+                    def __init__(self, handle):
+                        self.handle = handle
+                    def __enter__(self):
+                        return self
+                    def __exit__(self, *exc):
+                        self.handle.close()
+                    def write(self, data):
+                        self.handle.write(data[: len(data) // 2])
+                        self.handle.flush()
+                        die()
+
+                os.fdopen = lambda fd, *a, **k: HalfWriter(real_fdopen(fd, *a, **k))
+            else:
+                os.replace = die
+            store.put(Fixture(key=key, kind="text", request={"n": 1},
+                              answer={"v": "new", "pad": "y" * 100_000}))
+            sys.exit(3)  # not reached: the put above kills the process
         """
-        progress = Path(str(tmp_path / "fx") + ".progress")
-        caught_mid_write = False
-        for attempt in range(8):
-            progress.unlink(missing_ok=True)
-            proc = _run_python(code, str(tmp_path / "fx"))
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not (
-                progress.exists() and progress.read_text().strip() not in ("", "0", "1")
-            ):
-                time.sleep(0.005)
-            time.sleep(0.003 * attempt)
-            proc.send_signal(signal.SIGKILL)
-            assert proc.wait(timeout=30) == -signal.SIGKILL
-            # A leftover temporary file proves the kill landed inside a write.
-            if any(p.suffix == ".tmp" for p in (tmp_path / "fx").iterdir()):
-                caught_mid_write = True
-                break
-        assert caught_mid_write
+        proc = _run_python(code, str(tmp_path / "fx"), crash_at)
+        assert proc.wait(timeout=60) == -signal.SIGKILL
+        leftovers = [p for p in (tmp_path / "fx").iterdir() if p.suffix == ".tmp"]
+        assert len(leftovers) == 1, "the kill did not land inside the second write"
         store = FixtureDir(tmp_path / "fx")
         fixtures = list(store.iter_fixtures())
-        assert fixtures, "the writer never finished a file"
-        for fixture in fixtures:
-            assert fixture.answer["pad"] == "y" * 2_000_000  # type: ignore[index,call-overload]
+        assert [f.answer for f in fixtures] == [{"v": "old"}]
 
 
 class TestCassetteStore:
