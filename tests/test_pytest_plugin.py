@@ -535,7 +535,27 @@ class TestSessionSummary:
         assert (doc["missing"], doc["replayed"], doc["unused"]) == ([], [], [])
         [event] = doc["recorded"]
         assert event["test"] == "test_calls.py::test_one"
-        assert event["file"].startswith("fixtures/test_calls/@model.chat.6b86b273")
+        # Relative to the report's directory, as `redact audit --run-report` reads them.
+        assert event["file"].startswith("../fixtures/test_calls/@model.chat.6b86b273")
+
+    def test_audit_reads_the_unused_files(
+        self, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """`redact audit --run-report` flags the files the report lists as unused."""
+        from redactkey._cli import main
+
+        _project(pytester, {"test_one": [1, 2]})
+        run(pytester, "--redactkey-mode=record").assert_outcomes(passed=1)
+        _project(pytester, {"test_one": [1]})
+        run(pytester, "--redactkey-report=build/report.json").assert_outcomes(passed=1)
+        fixtures = pytester.path / "fixtures" / "test_calls"
+        report = pytester.path / "build" / "report.json"
+        capsys.readouterr()
+        assert main(["audit", str(fixtures), "--run-report", str(report)]) == 1
+        out = capsys.readouterr().out
+        flagged = [line for line in out.splitlines() if ".json:1: unused-fixture" in line]
+        assert len(flagged) == 1
+        assert "@model.chat.d4735e3a" in flagged[0]
 
     def test_no_report_without_redactkey_tests(self, pytester: pytest.Pytester) -> None:
         """A session that never uses redactkey prints no summary and writes no report."""
@@ -608,3 +628,4 @@ class TestSecretFixtures:
         result.assert_outcomes(errors=1)
         result.stdout.fnmatch_lines(["*SecretError*TINY_TOKEN*shorter than*"])
         assert "abc12" not in result.stdout.str()
+

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from ._errors import FixtureError, SecretError
+from ._errors import FixtureError, MissingFixtureError, SecretError
 
 if TYPE_CHECKING:
     from ._config import Config
@@ -61,6 +61,10 @@ _STATE_KEY = pytest.StashKey["_SessionState"]()
 _SETTINGS_KEY = pytest.StashKey["RedactkeySettings"]()
 
 HOW_TO_RECORD = "run with --redactkey-mode=record (or auto) to record it"
+HOW_TO_RECORD_MODEL = (
+    "run with --redactkey-mode=record, or --redactkey-mode=auto to record only what is "
+    "missing (--redactkey-model-mode=auto for model calls alone)"
+)
 
 
 class NetworkRefusedError(FixtureError):
@@ -454,15 +458,27 @@ class _Summary:
     unchecked: list[str]  # directories whose unused files were not checked, with why
     blocked: dict[str, list[str]]
 
-    def document(self, mode: str, model_mode: str) -> dict[str, Any]:
+    def document(self, mode: str, model_mode: str, root: Path, report: Path) -> dict[str, Any]:
+        """The run report. Its paths are relative to the report's directory, which is
+        how `redact audit --run-report` resolves them."""
+
+        def moved(shown: str) -> str:
+            try:
+                return Path(os.path.relpath(root / shown, report.parent)).as_posix()
+            except ValueError:  # another drive (Windows)
+                return (root / shown).as_posix()
+
+        def events(items: list[dict[str, str]]) -> list[dict[str, str]]:
+            return [{**e, "store": moved(e["store"]), "file": moved(e["file"])} for e in items]
+
         return {
             "version": 1,
             "mode": mode,
             "model_mode": model_mode,
-            "replayed": self.replayed,
-            "recorded": self.recorded,
-            "missing": self.missing,
-            "unused": self.unused,
+            "replayed": events(self.replayed),
+            "recorded": events(self.recorded),
+            "missing": events(self.missing),
+            "unused": [moved(path) for path in self.unused],
             "unchecked": self.unchecked,
             "blocked": [
                 {"test": test, "target": target}
@@ -609,14 +625,20 @@ class _SessionState:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if not report.failed:
+            return report
+        notes = []
         blocked = self.part["blocked"].get(item.nodeid)
-        if blocked and report.failed:
+        if blocked:
             # An SDK may wrap or swallow the error; say what happened regardless.
-            report.sections.append((
-                "redactkey",
+            notes.append(
                 f"network connection(s) refused in replay: {', '.join(blocked)}; "
-                f"{HOW_TO_RECORD}",
-            ))
+                f"{HOW_TO_RECORD}"
+            )
+        if call.excinfo is not None and _missing_in(call.excinfo.value):
+            notes.append(f"a recorded call is missing; to record it: {HOW_TO_RECORD_MODEL}")
+        if notes:
+            report.sections.append(("redactkey", "\n".join(notes)))
         return report
 
     # -- end of session: merge, summarise, report
@@ -638,10 +660,11 @@ class _SessionState:
             return  # a session that never touched redactkey gets no summary and no report
         summary = self.summary = _summarise(merged, self.config.rootpath)
         if self.conf.report_path is not None:
+            mode = self.conf.mode or DEFAULT_MODE
             self.report_written = _write_report(
                 self.conf.report_path,
-                summary.document(self.conf.mode or DEFAULT_MODE,
-                                 self.conf.model_mode or self.conf.mode or DEFAULT_MODE),
+                summary.document(mode, self.conf.model_mode or mode, self.config.rootpath,
+                                 self.conf.report_path),
             )
         if self.conf.fail_unused and summary.unused:
             self.failed_unused = True
@@ -681,6 +704,22 @@ class _SessionState:
                 "(--redactkey-fail-unused); delete them or the tests that stopped using them",
                 red=True,
             )
+
+
+def _missing_in(exc: BaseException) -> bool:
+    """Whether a MissingFixtureError is `exc` or in its cause / context / group chain."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, MissingFixtureError):
+            return True
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        todo.extend(getattr(current, "exceptions", ()))
+    return False
 
 
 def _write_report(path: Path, document: dict[str, Any]) -> Path:
