@@ -150,6 +150,24 @@ class TestAuditCorpus:
             assert planted not in out
 
 
+class TestReadmeMainJob:
+    """The README's main-job command runs the audit over the shipped corpus."""
+
+    def test_readme_command(self, monkeypatch: pytest.MonkeyPatch,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+        """The command line in the README exits 0 with --exit-zero and 1 without."""
+        readme = (ROOT / "README.md").read_text(encoding="utf-8")
+        (line,) = [ln for ln in readme.splitlines() if "redact audit" in ln]
+        args = line.split(".venv/bin/redact ", 1)[1].split("#", 1)[0].split()
+        assert args == ["audit", "--exit-zero", "corpus/"]
+        monkeypatch.chdir(ROOT)
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert "findings (exit 0 because of --exit-zero)" in out
+        assert main([a for a in args if a != "--exit-zero"]) == 1
+        capsys.readouterr()
+
+
 def _traps(shared: Path) -> list[tuple[str, int]]:
     rows = (shared / "realworld" / "TRAPS.tsv").read_text(encoding="utf-8").splitlines()[1:]
     out = []

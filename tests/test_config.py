@@ -89,3 +89,22 @@ class TestAllowlist:
             "path": "tests/cassettes/*.yaml", "rule": "hex-high-entropy",
             "fingerprint": "0123456789abcdef", "reason": "a content hash"}]})
         assert (config.allowed(path, rule, fingerprint) is not None) is allowed
+
+
+class TestKeySpecSettings:
+    """`[tool.redactkey.keys.<kind>]` widens or narrows the default key spec."""
+
+    def test_http_headers_and_model_ignore(self) -> None:
+        """Headers count for http; an ignored model field no longer counts."""
+        config = Config.model_validate({"keys": {
+            "http": {"headers": ["X-Tenant"]}, "chat": {"ignore": ["temperature"]}}})
+        assert "x-tenant" in config.key_spec("http").headers
+        assert not config.key_spec("chat").counts("temperature")
+        assert config.key_spec("text") == Config().key_spec("text")
+
+    def test_unknown_key_setting_is_named(self, tmp_path: Path) -> None:
+        """A misspelt key-spec setting names its table."""
+        path = tmp_path / ".redactkey.toml"
+        path.write_text('[keys.http]\nheaderz = ["x"]\n', encoding="utf-8")
+        with pytest.raises(ConfigError, match=r"keys\.http\.headerz: unknown setting"):
+            load_config_file(path)

@@ -221,12 +221,19 @@ class Report:
         """Issues in a stable order (path, line, rule, pointer)."""
         return sorted(set(self.issues))
 
+    exit_zero: bool = False  # `--exit-zero`: report findings but exit 0
+
+    @property
+    def has_findings(self) -> bool:
+        """Whether any finding is a warning or an error (notes alone are clean)."""
+        return any(issue.level != "note" for issue in self.issues)
+
     @property
     def exit_code(self) -> int:
         """2 for unreadable input, else 1 for any error/warning finding, else 0."""
         if self.problems:
             return EXIT_USAGE
-        if any(issue.level != "note" for issue in self.issues):
+        if self.has_findings and not self.exit_zero:
             return EXIT_FINDINGS
         return EXIT_OK
 
@@ -435,8 +442,13 @@ def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
         parts.append(f"{report.allowed} allowlisted")
     if report.problems:
         parts.append(f"{len(report.problems)} unreadable")
-    verdict = {EXIT_OK: "clean (exit 0)", EXIT_FINDINGS: "findings (exit 1)",
-               EXIT_USAGE: "unreadable input (exit 2)"}[report.exit_code]
+    if report.problems:
+        verdict = "unreadable input (exit 2)"
+    elif report.has_findings:
+        verdict = "findings (exit 0 because of --exit-zero)" if report.exit_zero \
+            else "findings (exit 1)"
+    else:
+        verdict = "clean (exit 0)"
     return "; ".join(parts) + f" -> {verdict}"
 
 

@@ -120,6 +120,8 @@ _OUTPUT = click.option(
     default=None, help="Write the report to this file instead of stdout.")
 _COLOR = click.option("--color/--no-color", "color", default=None,
                       help="Force colours on or off (default: only on a terminal).")
+_EXIT_ZERO = click.option("--exit-zero", "exit_zero", is_flag=True,
+                          help="Report findings but exit 0 (unreadable input still exits 2).")
 _VERBOSE = click.option("--verbose", "-v", is_flag=True,
                         help="Also list notes (request ids) in the text report.")
 
@@ -139,7 +141,8 @@ def _setup(config_path: Path | None, secret_env: Sequence[str],
 
 
 def _emit(report: Report, fmt: str, output: Path | None, color: bool | None,
-          verbose: bool = False) -> int:
+          verbose: bool = False, exit_zero: bool = False) -> int:
+    report.exit_zero = exit_zero
     if output is None:
         render(report, fmt, sys.stdout, color=color, verbose=verbose)
         sys.stdout.flush()
@@ -163,8 +166,10 @@ def _emit(report: Report, fmt: str, output: Path | None, color: bool | None,
 @_CONFIG
 @_OUTPUT
 @_COLOR
+@_EXIT_ZERO
 def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
-          config_path: Path | None, output: Path | None, color: bool | None) -> int:
+          config_path: Path | None, output: Path | None, color: bool | None,
+          exit_zero: bool) -> int:
     """Find unredacted secrets in FILES (fixtures, cassettes, any text): the pre-commit hook.
 
     Prints `path:line: rule (slot) masked-preview` per finding. Exit 0 clean,
@@ -175,7 +180,7 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     _config, checker = _setup(config_path, secret_env)
     with progress_bar(color) as advance:
         report = check_paths(files, checker, progress=advance)
-    return _emit(report, fmt, output, color)
+    return _emit(report, fmt, output, color, exit_zero=exit_zero)
 
 
 @cli.command()
@@ -186,13 +191,14 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
 @_OUTPUT
 @_COLOR
 @_VERBOSE
+@_EXIT_ZERO
 @click.option("--run-report", "run_report", type=click.Path(dir_okay=False, path_type=Path),
               default=None,
               help="A run report (.redactkey-report.json from the pytest plugin): the fixtures "
                    "it lists as unused are reported.")
 def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
           config_path: Path | None, output: Path | None, color: bool | None,
-          verbose: bool, run_report: Path | None) -> int:
+          verbose: bool, exit_zero: bool, run_report: Path | None) -> int:
     """Audit fixture directories and recorded-HTTP cassettes under PATHS.
 
     Checks secrets, identifying headers, cookies, volatile values, keys vs file
@@ -210,7 +216,7 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
             raise InputFailure(str(exc)) from None
     with progress_bar(color) as advance:
         report = audit_paths(paths, checker, unused=unused, progress=advance)
-    return _emit(report, fmt, output, color, verbose)
+    return _emit(report, fmt, output, color, verbose, exit_zero)
 
 
 @cli.command()

@@ -12,7 +12,7 @@
     pattern = "acme_[A-Za-z0-9]{32}"
 
     [tool.redactkey.keys.http]                 # key spec overrides per kind
-    ignore-headers = ["x-trace"]
+    headers = ["x-tenant"]
 
     [[tool.redactkey.allowlist]]               # accepted false positives
     path = "tests/cassettes/*.yaml"
@@ -27,6 +27,7 @@ looks in `start` and its parents for the first of `.redactkey.toml` or a
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 import sys
@@ -36,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import ConfigError
+from ._keys import KeySpec, default_spec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,6 +48,7 @@ __all__ = [
     "AllowEntry",
     "Config",
     "DetectorSpec",
+    "KeySpecSettings",
     "find_config_file",
     "load_config",
     "load_config_file",
@@ -106,6 +109,27 @@ class AllowEntry(_Model):
         )
 
 
+class KeySpecSettings(_Model):
+    """Per-kind key-spec overrides: fields that count, fields that never count, headers."""
+
+    fields: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    drop_query: tuple[str, ...] = ()
+
+    def apply(self, spec: KeySpec) -> KeySpec:
+        """`spec` widened/narrowed by these settings."""
+        if self.fields is not None:
+            spec = dataclasses.replace(spec, fields=frozenset(self.fields))
+        if self.ignore:
+            spec = spec.narrow(*self.ignore)
+        if self.headers:
+            spec = spec.with_headers(*self.headers)
+        if self.drop_query:
+            spec = dataclasses.replace(spec, drop_query=spec.drop_query + self.drop_query)
+        return spec
+
+
 class Config(_Model):
     """Validated `[tool.redactkey]` settings; `Config()` is the defaults."""
 
@@ -114,7 +138,7 @@ class Config(_Model):
     sensitive_keys: tuple[str, ...] = ()
     secret_env: tuple[str, ...] = ()
     detectors: tuple[DetectorSpec, ...] = ()
-    keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    keys: dict[str, KeySpecSettings] = Field(default_factory=dict)
     allowlist: tuple[AllowEntry, ...] = ()
     max_fixture_bytes: int = Field(default=1024 * 1024, ge=1)
     source: str | None = Field(default=None, exclude=True)
@@ -126,6 +150,12 @@ class Config(_Model):
             if not name.strip():
                 raise ValueError("names must not be empty")
         return value
+
+    def key_spec(self, kind: str) -> KeySpec:
+        """The key spec for `kind`: the default spec with `[tool.redactkey.keys.<kind>]` applied."""
+        spec = default_spec(kind)
+        settings = self.keys.get(kind)
+        return settings.apply(spec) if settings is not None else spec
 
     def allowed(self, path: str, rule: str, fingerprint: str) -> AllowEntry | None:
         """The allowlist entry accepting this finding, if any."""
