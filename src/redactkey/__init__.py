@@ -22,6 +22,7 @@ from ._format import Fixture
 from ._keys import DropKeys, KeySpec, ReplaceVolatile, find_volatile, key_material, request_key
 from ._redact import Finding, Redactor
 from ._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
+from ._report import RunReport
 from ._secrets import RunSecrets, collect_run_secrets
 from ._store import CassetteStore, FixtureDir, FixtureStore
 
@@ -45,6 +46,7 @@ __all__ = [
     "RedactkeyError",
     "Redactor",
     "ReplaceVolatile",
+    "RunReport",
     "RunSecrets",
     "SecretError",
     "StaleFixtureError",

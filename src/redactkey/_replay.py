@@ -87,14 +87,15 @@ class StreamRedactor(Protocol):
     def redact_text(self, text: str) -> str: ...
 
 
+Outcome = Literal["replayed", "recorded", "missing"]
+
+
 class CallLog(Protocol):
     """Where calls are reported (`redactkey.RunReport` is one)."""
 
-    def hit(self, kind: str, key: str, file: str, *, label: str | None = None) -> None: ...
-
-    def recorded(self, kind: str, key: str, file: str, *, label: str | None = None) -> None: ...
-
-    def missed(self, kind: str, key: str, file: str, *, label: str | None = None) -> None: ...
+    def note(self, outcome: Outcome, kind: str, key: str, *, file: str, store: str,
+             label: str | None = None) -> None:
+        """One call: replayed from `file`, recorded to it, or missing from `store`."""
 
 
 def _check_mode(value: str, source: str) -> Mode:
@@ -291,20 +292,21 @@ class ModelFixtures:
             warnings.warn(VolatileValueWarning(call.kind, found.pointer, found.reason),
                           stacklevel=4)
 
-    def _report(self, event: str, call: _Call) -> None:
+    def _report(self, outcome: Outcome, call: _Call) -> None:
         if self.report is not None:
             file = str(self.store.path_for(call.kind, call.key))
-            getattr(self.report, event)(call.kind, call.key, file, label=self.label)
+            self.report.note(outcome, call.kind, call.key, file=file,
+                             store=self.store.location, label=self.label)
 
     def _lookup(self, call: _Call) -> Fixture | None:
         """The recorded fixture to replay, or None when the call must go live."""
         if self.mode == "replay" or self.mode == "auto":
             fixture = self.store.get(call.kind, call.key)
             if fixture is not None:
-                self._report("hit", call)
+                self._report("replayed", call)
                 return fixture
             if self.mode == "replay":
-                self._report("missed", call)
+                self._report("missing", call)
                 self._warn_volatile(call)
                 raise self._missing(call)
             return None
@@ -315,7 +317,7 @@ class ModelFixtures:
             # written, so the record run sees what every later replay run will see.
             fixture = self.store.get(call.kind, call.key)
             if fixture is not None:
-                self._report("hit", call)
+                self._report("replayed", call)
                 return fixture
         return None
 
