@@ -4,6 +4,16 @@
 mappings, tuples, str/int enums), naming the JSON pointer of anything JSON cannot
 hold, then serialises it byte-identically to RFC 8785. The `rfc8785` package is
 the reference implementation.
+
+The fast path (docs/decisions/0001-canonical-fast-path.md): one Python pass over
+plain data checks types and rewrites the floats whose orjson text differs from
+ECMAScript's Number.prototype.toString (integral floats become ints), then orjson
+serialises with sorted keys and 53-bit integers. orjson's output equals RFC 8785
+except in classes the pass detects and sends to the reference instead: floats in
+[1e-6, 1e-5), integral floats in [2**53, 1e21), and objects whose keys sort
+differently by UTF-16 code units than by code points (a non-BMP character against
+one in U+E000-U+FFFF). Anything orjson or the pass refuses goes through `to_json`,
+which names the JSON pointer.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 import rfc8785
 
 from ._errors import CanonicalizationError
@@ -60,20 +71,20 @@ def _to_json(value: Any, pointer: str, active: set[int]) -> JSONValue:
         )
     if isinstance(value, str):
         _check_str(value, pointer, "string")
-        return str(value)
+        return str.__str__(value)  # the content, even if a subclass overrides __str__
     if isinstance(value, int):
         if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             raise CanonicalizationError(
                 pointer, "integer beyond +-(2**53-1) cannot be represented exactly in JSON",
                 "send it as a string",
             )
-        return int(value)
+        return int.__int__(value)
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             raise CanonicalizationError(
                 pointer, f"{value!r} is not a JSON number", "replace it with null or a string",
             )
-        return float(value)
+        return float.__float__(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         raise CanonicalizationError(
             pointer, "bytes are not JSON", "decode them to text or encode them as base64 first",
@@ -106,7 +117,7 @@ def _to_json(value: Any, pointer: str, active: set[int]) -> JSONValue:
                         )
                     child = pointer_join(pointer, key)
                     _check_str(key, child, "object key")
-                    out[str(key)] = _to_json(item, child, active)
+                    out[str.__str__(key)] = _to_json(item, child, active)
                 return out
             return [
                 _to_json(item, pointer_join(pointer, i), active) for i, item in enumerate(value)
@@ -119,6 +130,139 @@ def _to_json(value: Any, pointer: str, active: set[int]) -> JSONValue:
 
 
 def canonicalize(value: Any) -> bytes:
-    """Return the RFC 8785 (JCS) bytes of a JSON-like value."""
-    result: bytes = rfc8785.dumps(to_json(value))
+    """Return the RFC 8785 (JCS) bytes of a JSON-like value.
+
+    Raises `CanonicalizationError` (with `.pointer`) for anything JSON cannot hold.
+    """
+    try:
+        return _fast(value)
+    except _NotFast:
+        pass
+    plain = to_json(value)  # raises, naming the pointer, for anything not JSON
+    try:
+        return _fast(plain)
+    except _NotFast:
+        return _reference(plain)
+
+
+def _reference(plain: JSONValue) -> bytes:
+    result: bytes = rfc8785.dumps(plain)
     return result
+
+
+# --- the fast path ---------------------------------------------------------------
+
+
+class _NotFast(Exception):
+    """The fast path cannot prove its bytes for this value; take the slow one."""
+
+
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+_TWO_53 = 9007199254740992.0
+
+
+def _fast(value: Any) -> bytes:
+    try:
+        replaced: Any
+        if type(value) is dict:
+            replaced = _scan_dict(value)
+        elif type(value) is list or type(value) is tuple:
+            replaced = _scan_list(value)
+        else:
+            replaced = _scan_list([value])
+            if replaced is not None:
+                replaced = replaced[0]
+        if replaced is not None:
+            value = replaced
+        out: bytes = orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except (orjson.JSONEncodeError, RecursionError):
+        # Lone surrogates, integers beyond 2**53, non-str keys, cycles, depth > 254.
+        raise _NotFast from None
+    if not out.isascii() and _has_non_bmp(out) and _utf16_order_differs(value):
+        raise _NotFast
+    return out
+
+
+def _has_non_bmp(out: bytes) -> bool:
+    # Only these lead bytes start a 4-byte UTF-8 sequence (a code point above U+FFFF);
+    # five memchr-speed searches beat one regex by far.
+    return (b"\xf0" in out or b"\xf1" in out or b"\xf2" in out or b"\xf3" in out
+            or b"\xf4" in out)
+
+
+def _float(number: float) -> int | None:
+    """The int to write instead of `number`, or None when orjson writes it as JCS does."""
+    if number.is_integer():
+        if -_TWO_53 < number < _TWO_53:
+            return int(number)  # ES6 prints integral values below 1e21 without ".0"
+        if number <= -1e21 or number >= 1e21:
+            return None  # "1e+21" and up: orjson and ES6 agree
+        # In between, ES6 prints rounded digits (2**60 -> "1152921504606847000"), an
+        # integer orjson's 53-bit mode refuses: rare enough for the reference.
+        raise _NotFast
+    magnitude = -number if number < 0 else number
+    if 1e-5 <= magnitude < math.inf or 0 < magnitude < 1e-6:
+        return None
+    # NaN and inf fail every comparison above; [1e-6, 1e-5) is where orjson writes
+    # "1e-6" forms and ES6 writes "0.000001" forms.
+    raise _NotFast
+
+
+def _scan_dict(value: dict[Any, Any]) -> dict[Any, Any] | None:
+    out = None
+    for key, item in value.items():
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            new: Any = _scan_dict(item)
+        elif kind is list or kind is tuple:
+            new = _scan_list(item)
+        elif kind is float:
+            new = _float(item)
+        else:
+            raise _NotFast
+        if new is not None:
+            if out is None:
+                out = dict(value)
+            out[key] = new
+    return out
+
+
+def _scan_list(value: list[Any] | tuple[Any, ...]) -> list[Any] | None:
+    out = None
+    for index, item in enumerate(value):
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            new: Any = _scan_dict(item)
+        elif kind is list or kind is tuple:
+            new = _scan_list(item)
+        elif kind is float:
+            new = _float(item)
+        else:
+            raise _NotFast
+        if new is not None:
+            if out is None:
+                out = list(value)
+            out[index] = new
+    return out
+
+
+def _utf16_key(key: str) -> bytes:
+    return key.encode("utf-16-be")
+
+
+def _utf16_order_differs(value: Any) -> bool:
+    """Whether some object's keys sort differently by UTF-16 code units (RFC 8785)."""
+    if type(value) is dict:
+        keys = list(value)
+        if any(not key.isascii() and max(key) > "\uffff" for key in keys) and (
+            sorted(keys) != sorted(keys, key=_utf16_key)
+        ):
+            return True
+        return any(_utf16_order_differs(item) for item in value.values())
+    if type(value) is list or type(value) is tuple:
+        return any(_utf16_order_differs(item) for item in value)
+    return False
