@@ -284,6 +284,21 @@ class TestRealWorldTraps:
         assert "sk-" in line
         assert Redactor().redact_text(line) == line
 
+    def test_only_credential_fields_are_found_in_real_cassettes(self, shared_dir: Path) -> None:
+        """Across all real-world cassettes the only findings are credential-named fields."""
+        redactor = Redactor()
+        rules = set()
+        for path in sorted((shared_dir / "realworld").rglob("*")):
+            if path.is_file() and path.suffix in (".yaml", ".yml", ".json"):
+                text = path.read_text(encoding="utf-8", errors="replace")
+                rules |= {f.rule for f in redactor.findings(text)}
+        assert rules == {"sensitive-key"}
+
+    def test_key_shape_inside_wrapped_base64_is_not_a_key(self) -> None:
+        """detect-secrets' unbounded AWS pattern inside a base64 line is dropped."""
+        line = "AAAAAABAAAAoGF2YzEAAAAAAAAAAQAAAAAAAAAAAAAAAAAAAAACgAFoAEgAAABIAAAAAAAAAAEUTGF2YzYx"
+        assert Detectors().spans(line) == []
+
     def test_short_blob_with_sk_is_not_a_key(self) -> None:
         """Even a short base64url blob (no blob skip) does not yield an `sk-` match."""
         rng = random.Random(3)

@@ -64,7 +64,9 @@ class Rule:
     """One detector: a compiled pattern, the literals that gate it, the group holding the secret.
 
     `keywords` are case-sensitive literals; the pattern only runs on text containing one.
-    `validate` can veto a match (it gets the matched secret text).
+    `validate` can veto a match (it gets the matched secret text). A rule that is not
+    `bounded` (detect-secrets' patterns check no boundaries) gets ours: a match glued to
+    token characters on either side is part of something bigger and is dropped.
     """
 
     name: str
@@ -72,6 +74,7 @@ class Rule:
     keywords: tuple[str, ...]
     group: int = 0
     validate: Callable[[str], bool] | None = field(default=None, compare=False)
+    bounded: bool = True
 
 
 # Token characters: a key glued to more of them is part of something bigger (a slug, a blob).
@@ -202,7 +205,7 @@ _OWN_RULES: tuple[Rule, ...] = (
 def _ds(name: str, plugin: type, keywords: Iterable[str], groups: Sequence[int] = ()) -> list[Rule]:
     patterns = list(plugin.denylist)  # type: ignore[attr-defined]
     return [
-        Rule(name, pattern, tuple(keywords), groups[i] if i < len(groups) else 0)
+        Rule(name, pattern, tuple(keywords), groups[i] if i < len(groups) else 0, bounded=False)
         for i, pattern in enumerate(patterns)
     ]
 
@@ -213,7 +216,7 @@ def _ds(name: str, plugin: type, keywords: Iterable[str], groups: Sequence[int] 
 _DS_RULES: tuple[Rule, ...] = (
     *_ds("aws-access-key-id", AWSKeyDetector, ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
     *[
-        Rule("aws-secret-access-key", r.pattern, ("aws", "AWS", "Aws"), 1)
+        Rule("aws-secret-access-key", r.pattern, ("aws", "AWS", "Aws"), 1, bounded=False)
         for r in _ds("aws", AWSKeyDetector, ())[1:]
     ],
     *_ds("azure-storage-key", AzureStorageKeyDetector, ("AccountKey=",)),
@@ -297,6 +300,15 @@ def looks_high_entropy(text: str) -> bool:
 # --- the detector set -------------------------------------------------------------------
 
 _HINT = -1
+_GLUE_BEFORE = re.compile(_B)
+_GLUE_AFTER = re.compile(_E)
+
+
+def _glued(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] continues a longer token on either side."""
+    return _GLUE_BEFORE.match(text, start) is None or _GLUE_AFTER.match(text, end) is None
+
+
 _BLOB = re.compile(r"(?:data:[\w/+.\-]+;base64,)?[A-Za-z0-9+/_\-]{256,}={0,2}")
 
 
@@ -353,6 +365,8 @@ class Detectors:
                 if is_known_id(secret):
                     continue
                 if rule.validate is not None and not rule.validate(secret):
+                    continue
+                if not rule.bounded and _glued(text, start, end):
                     continue
                 out.append(Span(start, end, rule.name, None))
         out.sort()
