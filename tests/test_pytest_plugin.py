@@ -565,67 +565,75 @@ class TestSessionSummary:
         assert "= redactkey =" not in result.stdout.str()
         assert not (pytester.path / ".redactkey-report.json").exists()
 
-    def test_xdist_workers_merge(self, pytester: pytest.Pytester) -> None:
-        """Under pytest-xdist the controller merges every worker's share."""
-        _project(pytester, {f"test_{i}": [i] for i in range(6)})
-        first = pytester.runpytest_subprocess(*QUIET, "-n", "2", "--redactkey-mode=record")
-        first.assert_outcomes(passed=6)
-        first.stdout.fnmatch_lines(["replayed 0, recorded 6, missing 0, unused files 0"])
-        (pytester.path / "fixtures" / "test_calls" / "http.{}.json".format("0" * 64)).write_text(
-            "{}"
-        )
-        second = pytester.runpytest_subprocess(*QUIET, "-n", "2", "--redactkey-fail-unused")
-        second.assert_outcomes(passed=6)
-        second.stdout.fnmatch_lines(["replayed 6, recorded 0, missing 0, unused files 1"])
+
+MODEL_CALLS = """
+import pytest
+
+
+@pytest.mark.parametrize("n", range({count}))
+def test_call(model_fixtures, redactkey_settings, n):
+    request = {{"model": "tiny", "prompt": f"say {{n}}"}}
+    # In replay there is no live callable at all: a live call cannot happen.
+    replay = redactkey_settings.model_mode == "replay"
+    live = None if replay else (lambda: {{"text": f"said {{n}}"}})
+    assert model_fixtures.call("text", request, live) == {{"text": f"said {{n}}"}}
+"""
+
+
+class TestModelFixtures:
+    """`model_fixtures` records and replays through the plugin, also under xdist."""
+
+    def test_xdist_records_200_calls_then_replays_all(self, pytester: pytest.Pytester) -> None:
+        """Four workers record 200 calls into one tree; a replay run hits all of them."""
+        pytester.makepyfile(test_many=MODEL_CALLS.format(count=200))
+        first = pytester.runpytest_subprocess(*QUIET, "-n", "4", "--redactkey-mode=record")
+        first.assert_outcomes(passed=200)
+        first.stdout.fnmatch_lines(["replayed 0, recorded 200, missing 0, unused files 0"])
+        tree = pytester.path / "fixtures" / "test_many"
+        files = sorted(tree.iterdir())
+        assert len(files) == 200
+        assert all(f.name.startswith("@model.text.") for f in files)
+        assert all(json.loads(f.read_text())["answer"]["text"].startswith("said ") for f in files)
+        # The controller merges the workers' shares: every hit counts, and the one planted
+        # file no test uses (and only it) is unused and fails the run.
+        (tree / ("@model.text." + "0" * 64 + ".json")).write_bytes(files[0].read_bytes())
+        second = pytester.runpytest_subprocess(*QUIET, "-n", "4", "--redactkey-fail-unused")
+        second.assert_outcomes(passed=200)
+        second.stdout.fnmatch_lines([
+            "replayed 200, recorded 0, missing 0, unused files 1",
+            "unused fixture files (no test replayed or recorded them):",
+            "  fixtures/test_many/@model.text.0000000000000000*.json",
+        ])
         assert second.ret == pytest.ExitCode.TESTS_FAILED
+        report = json.loads((pytester.path / ".redactkey-report.json").read_text())
+        assert len(report["replayed"]) == 200
+        assert {e["test"] for e in report["replayed"]} == {
+            f"test_many.py::test_call[{n}]" for n in range(200)
+        }
 
-
-class TestSecretFixtures:
-    """`run_secrets` and `redactor`: environment, `[tool.redactkey]` and declared slots."""
-
-    def test_environment_config_and_declared_slots(
-        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """Secret-looking variables, secret-env and declared slots are all redacted."""
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-" + "A1b2" * 12)
-        monkeypatch.setenv("ACME_LOGIN", "acme-" + "Zq9" * 5)
-        pytester.makepyprojecttoml(
-            '[tool.redactkey]\nsecret-env = ["ACME_LOGIN"]\nplaceholder = "<gone>"\n'
-        )
-        pytester.makeconftest(
-            """
-            import pytest
-
-            @pytest.fixture
-            def redactkey_secret_slots():
-                return [{"SESSION_COOKIE": lambda: "cookie-" + "x7" * 6}]
-            """
-        )
+    def test_missing_call_shows_the_nearest_recording(self, pytester: pytest.Pytester) -> None:
+        """A changed request fails with the nearest recorded call and what differs."""
+        pytester.makepyfile(test_calls=MODEL_CALLS.format(count=1))
+        run(pytester, "--redactkey-mode=record").assert_outcomes(passed=1)
         pytester.makepyfile(
-            """
-            import os
-
-            def test_redacts(run_secrets, redactor):
-                assert {"OPENAI_API_KEY", "ACME_LOGIN", "SESSION_COOKIE"} <= set(run_secrets)
-                text = " ".join([os.environ["OPENAI_API_KEY"], os.environ["ACME_LOGIN"],
-                                 "cookie-" + "x7" * 6])
-                assert redactor.redact(text) == "<gone> <gone> <gone>"
-                run_secrets.add("LATE_TOKEN", "late-" + "k" * 10)
-
-            def test_fresh_per_test(run_secrets):
-                assert "LATE_TOKEN" not in run_secrets
-            """
+            test_calls=MODEL_CALLS.format(count=1).replace("say {n}", "tell {n}")
         )
-        run(pytester).assert_outcomes(passed=2)
-
-    def test_short_secret_is_an_error_naming_the_slot(
-        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """A secret too short to redact fails the test with the slot's name, not its value."""
-        monkeypatch.setenv("TINY_TOKEN", "abc12")
-        pytester.makepyfile("def test_it(run_secrets):\n    pass\n")
         result = run(pytester)
-        result.assert_outcomes(errors=1)
-        result.stdout.fnmatch_lines(["*SecretError*TINY_TOKEN*shorter than*"])
-        assert "abc12" not in result.stdout.str()
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([
+            "*MissingFixtureError*no recorded 'text' call with key*",
+            "*nearest recorded 'text' call: *fixtures/test_calls/@model.text.*",
+            "*/prompt*",
+            "*--redactkey-mode=record*",
+        ])
+        result.stdout.fnmatch_lines([
+            "missing (no recorded call*",
+            "  test_calls.py::test_call[[]0[]]: text * in fixtures/test_calls",
+        ])
 
+    def test_model_override_keeps_tools_in_replay(self, pytester: pytest.Pytester) -> None:
+        """`--redactkey-model-mode=record` records model calls while tools stay in replay."""
+        pytester.makepyfile(test_calls=MODEL_CALLS.format(count=2))
+        result = run(pytester, "--redactkey-model-mode=record")
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines(["replayed 0, recorded 2, missing 0, unused files 0"])

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._config import Config
     from ._format import Fixture
     from ._redact import Redactor
+    from ._replay import ModelFixtures
     from ._secrets import RunSecrets
     from ._store import FixtureStore
 
@@ -822,4 +823,24 @@ def redactor(request: pytest.FixtureRequest, run_secrets: RunSecrets) -> Redacto
     config = _project_config(request)
     return Redactor(
         run_secrets, placeholder=config.placeholder, sensitive_keys=config.sensitive_keys
+    )
+
+
+
+@pytest.fixture
+def model_fixtures(
+    request: pytest.FixtureRequest,
+    fixture_store: TrackedStore,
+    redactor: Redactor,
+    redactkey_settings: RedactkeySettings,
+) -> ModelFixtures:
+    """`ModelFixtures` over this test's store, in the test's model mode."""
+    from ._replay import ModelFixtures
+
+    return ModelFixtures(
+        fixture_store,
+        mode=redactkey_settings.model_mode,
+        redactor=redactor,
+        label=request.node.nodeid,
+        how_to_record=HOW_TO_RECORD_MODEL,
     )
