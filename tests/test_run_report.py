@@ -60,6 +60,12 @@ class TestRunReport:
         assert len(doc["unused"]) == 1
         merged = RunReport.merge([RunReport.load(path), second])
         assert merged.document(directories=["fx"])["unused"] == []
+        from redactkey._audit import load_unused_files
+
+        sub = first.write(tmp_path / "reports" / "run.json", directories=["fx"])
+        assert json.loads(sub.read_text())["unused"][0].startswith("../fx/")
+        [unused] = load_unused_files(sub)
+        assert unused.parent == (tmp_path / "fx").resolve()
         assert len(merged.hits) == 1
         assert len(merged.recorded) == 2
 

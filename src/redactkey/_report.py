@@ -9,8 +9,8 @@ pytest plugin's report::
      "recorded": [...], "missing": [...],
      "unused": ["tests/fixtures/@model.text.<key>.json", ...]}
 
-Paths inside the report are relative to `root` (default: the working directory)
-when they lie under it, so reports compare across machines.
+Paths inside a written report are relative to the report's own directory (as
+`redact audit --report` resolves them), so reports compare across machines.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ class CallEvent:
 
 def _shown(path: str, root: Path) -> str:
     try:
-        return Path(path).resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return Path(path).as_posix()
+        return Path(os.path.relpath(Path(path).resolve(), root.resolve())).as_posix()
+    except ValueError:  # another drive (Windows): keep it absolute
+        return Path(path).resolve().as_posix()
 
 
 class RunReport:
@@ -128,8 +128,12 @@ class RunReport:
         directories: Iterable[str | os.PathLike[str]] = (),
         root: str | os.PathLike[str] | None = None,
     ) -> Path:
-        """Write the report atomically as canonical JSON; returns the path."""
+        """Write the report atomically as canonical JSON; returns the path.
+
+        Paths in it are relative to `root`, by default the report's directory.
+        """
         target = Path(path)
+        root = target.resolve().parent if root is None else root
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, dump_document(self.document(directories=directories, root=root)))
         return target
