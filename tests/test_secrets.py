@@ -197,6 +197,12 @@ class TestFromEnv:
         with pytest.raises(SecretError, match="DB_PASSWORD"):
             RunSecrets.from_env({"DB_PASSWORD": "abc"})
 
+    def test_skip_short_lists_instead_of_raising(self) -> None:
+        """With skip_short=True a short value is skipped and named in `.skipped`."""
+        secrets = RunSecrets.from_env({"DB_PASSWORD": "abc", "A_TOKEN": TOKEN}, skip_short=True)
+        assert list(secrets) == ["A_TOKEN"]
+        assert secrets.skipped == {"DB_PASSWORD"}
+
     def test_url_password_is_collected(self) -> None:
         """A URL or DSN with a password contributes the password."""
         password = "s3cret-" + "pw" * 4
@@ -215,6 +221,16 @@ class Settings(BaseSettings):
 
     openai_api_key: SecretStr
     name: str = "demo"
+
+
+class Nested(BaseModel):
+    token: SecretStr
+
+
+class NestedSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_nested_delimiter="__")
+
+    github: Nested
 
 
 class Inner(BaseModel):
@@ -258,6 +274,11 @@ class TestCollectRunSecrets:
         settings = Settings(openai_api_key=SecretStr(TOKEN))
         secrets = collect_run_secrets([settings])
         assert list(secrets) == ["APP_OPENAI_API_KEY"]
+
+    def test_nested_settings_use_the_nested_delimiter(self) -> None:
+        """A model nested in BaseSettings is named like its environment variable."""
+        settings = NestedSettings(github=Nested(token=SecretStr(OTHER)))
+        assert list(collect_run_secrets([settings])) == ["GITHUB__TOKEN"]
 
     def test_nested_models_and_containers(self) -> None:
         """SecretBytes in nested models and SecretStr in lists are collected; None is skipped."""

@@ -144,7 +144,7 @@ _QUERY_KV = re.compile(
 )
 
 _B64_TEXT = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2}")
-_SSE_LINE = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)$")
+_SSE_LINE = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)(?=\r?$)")
 _MAX_DEPTH = 8
 _SCALARS = frozenset({int, float, bool, type(None)})
 

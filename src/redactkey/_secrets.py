@@ -211,12 +211,14 @@ class RunSecrets:
         environ: Mapping[str, str] | None = None,
         *,
         min_length: int = DEFAULT_MIN_LENGTH,
+        skip_short: bool = False,
     ) -> RunSecrets:
         """Collect every environment variable whose name looks secret.
 
         Flag-like values (empty, `0`, `1`, `true`, `no`, ...) are skipped and listed in
         `.skipped`; URLs and DSNs contribute their password. Any other value shorter
-        than `min_length` is refused with a `SecretError`.
+        than `min_length` is refused with a `SecretError`, or with `skip_short=True`
+        skipped and listed in `.skipped` (for a hook that must not stop on one variable).
         """
         env = os.environ if environ is None else environ
         secrets = cls(env, min_length=min_length)
@@ -227,14 +229,19 @@ class RunSecrets:
                 continue
             password = _URL_PASSWORD.match(value)
             if password and (_URL_NAME.search(upper) or looks_secret_env_name(name)):
-                secrets._register(name, password.group(1), source_hint="its URL's password")
+                value = password.group(1)
+                hint = "its URL's password"
+            elif not looks_secret_env_name(name):
                 continue
-            if not looks_secret_env_name(name):
-                continue
-            if value.strip().lower() in _FLAG_VALUES:
+            elif value.strip().lower() in _FLAG_VALUES:
                 secrets._skipped.add(name)
                 continue
-            secrets._register(name, value)
+            else:
+                hint = "its value"
+            if skip_short and len(value) < min_length:
+                secrets._skipped.add(name)
+                continue
+            secrets._register(name, value, source_hint=hint)
         return secrets
 
     # -- registration --

@@ -1,0 +1,148 @@
+"""Detectors: every rule finds its shape; look-alikes and known ids are left alone."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from redactkey import Redactor
+from redactkey._detectors import Detectors, is_known_id, looks_high_entropy, shannon_entropy
+
+A = "A1b2C3d4"  # filler; every vector is assembled at run time
+HEX = "0123456789abcdef"
+
+POSITIVE = {
+    "openai-api-key": "sk-" + "proj-" + A * 10,
+    "openai-api-key-legacy": "sk-" + A * 6,
+    "openai-t3blbkfj": "sk-" + "abcdefghij" * 2 + "T3BlbkFJ" + "klmnopqrst" * 2,
+    "anthropic-api-key": "sk-" + "ant-api03-" + A * 12,
+    "openrouter-api-key": "sk-" + "or-v1-" + HEX * 4,
+    "google-api-key": "AI" + "za" + "Sy" + A * 4 + "x",
+    "google-oauth-token": "ya" + "29.a0Af" + A * 8,
+    "huggingface-token": "hf" + "_" + "abcdefghijklmnopqrstuvwxyzABCDEFGH",
+    "groq-api-key": "gs" + "k_" + A * 7,
+    "replicate-token": "r8" + "_" + A * 5,
+    "xai-api-key": "xa" + "i-" + A * 10,
+    "perplexity-api-key": "pp" + "lx-" + A * 6,
+    "langsmith-api-key": "ls" + "v2_pt_" + HEX * 2 + "_" + HEX[:10],
+    "tavily-api-key": "tv" + "ly-" + A * 4,
+    "github-token": "gh" + "p_" + A * 5,
+    "github-fine-grained": "github" + "_pat_" + A * 4,
+    "gitlab-token": "gl" + "pat-" + A * 3,
+    "aws-access-key-id": "AK" + "IA" + "Q" * 4 + "2345678901WX",
+    "slack-token": "xo" + "xb-" + "1234567890-" + A * 3,
+    "slack-webhook": "https://hooks.slack.com/services/" + "T0123ABC/B0123ABC/" + A * 3,
+    "stripe-key": "sk" + "_live_" + A * 4,
+    "sendgrid-key": "SG." + "a" * 22 + "." + "b" * 43,
+    "pypi-token": "pypi-" + "AgEIcHlwaS5vcmc" + A * 10,
+    "square-oauth-secret": "sq0csp-" + "a" * 43,
+    "mailchimp-key": "abcdef0123456789" * 2 + "-us12",
+    "twilio-key": "SK" + "0123456789abcdef" * 2,
+    "azure-storage-key": "AccountKey=" + "Ab1+" * 22,
+    "npm-token": "//registry.npmjs.org/:_authToken=npm_" + A * 4,
+}
+
+
+class TestRules:
+    """Each rule matches its shape, standing alone and inside text."""
+
+    @pytest.mark.parametrize(("name", "token"), sorted(POSITIVE.items()))
+    def test_positive(self, name: str, token: str) -> None:
+        """The shape is found and the whole secret is covered."""
+        text = f"value: {token} (end)"
+        out = Redactor().redact(text)
+        assert out != text, name
+        assert token not in out
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "chatcmpl-AbCdEfGhIjKlMnOpQrStUvWxYz012",
+            "call_AbCdEfGhIjKlMnOpQrStUvWx",
+            "toolu_01AbCdEfGhIjKlMnOpQrStUv",
+            "msg_01AbCdEfGhIjKlMnOpQrStUv",
+            "req_0123456789abcdef0123456789abcdef",
+            "fp_0123456789",
+            "resp_0123456789abcdef0123456789abcdef0123456789abcdef",
+            "3f2504e0-4f89-11d3-9a0c-0305e82c3301",
+            "sha256:" + HEX * 4,
+            "a task-management desk-lamp with basic information",
+            "https://news.example.com/gsk-boosts-lung-cancer-survival-in-trial",
+            "the bearer bonds matured; Bearer authentication is described in RFC 6750",
+            "Tokens per minute: 30000; max_tokens=512&prompt_tokens=10",
+            "xAIzaSy" + A * 4 + "xyz",  # glued to a letter
+            "mask-proj-" + A * 10,  # glued to a letter
+        ],
+    )
+    def test_negative(self, text: str) -> None:
+        """Ids, digests, slugs and prose survive untouched."""
+        assert Redactor().redact(text) == text
+
+    def test_rules_need_keywords(self) -> None:
+        """A rule without a keyword would bypass the prefilter; it is refused."""
+        import re
+
+        from redactkey._detectors import Rule
+
+        with pytest.raises(ValueError, match="keyword"):
+            Detectors([Rule("x", re.compile("x"), ())])
+
+    def test_jwt_header_must_decode_to_json(self) -> None:
+        """Three dotted base64url parts are a JWT only if the header is JSON."""
+        head = base64.urlsafe_b64encode(json.dumps({"alg": "HS256"}).encode()).decode().rstrip("=")
+        body = base64.urlsafe_b64encode(json.dumps({"sub": "1"}).encode()).decode().rstrip("=")
+        jwt = f"{head}.{body}.{A * 4}"
+        assert Redactor().redact(f"t={jwt}") == "t=[REDACTED]"
+        fake = "eyJ" + "zzzzzzzzzz" + ".eyJ" + "zzzzzzzzzz" + "." + A
+        assert Redactor().redact(fake) == fake
+
+    def test_basic_auth_must_decode_to_user_and_password(self) -> None:
+        """`Basic <b64>` is redacted only when it decodes to `user:password`."""
+        creds = base64.b64encode(b"admin:" + A.encode() * 2).decode()
+        assert Redactor().redact(f"Basic {creds}") == "Basic [REDACTED]"
+        assert Redactor().redact("Basic information here") == "Basic information here"
+
+
+class TestShapes:
+    """The helpers behind the false-positive policy."""
+
+    @pytest.mark.parametrize(
+        ("text", "known"),
+        [
+            ("chatcmpl-abc123XYZ", True),
+            ("3F2504E0-4F89-11D3-9A0C-0305E82C3301", True),
+            (HEX * 2, True),
+            ("data:image/png;base64,iVBORw0KGgo=", True),
+            ("sk-" + "proj-" + A * 4, False),
+        ],
+    )
+    def test_known_ids(self, text: str, known: bool) -> None:
+        """Ids, UUIDs, digests and data URLs are known shapes; keys are not."""
+        assert is_known_id(text) is known
+
+    def test_entropy(self) -> None:
+        """Random tokens are high-entropy; words, ids and digests are not."""
+        assert shannon_entropy("") == 0.0
+        assert shannon_entropy("aaaa") == 0.0
+        assert looks_high_entropy("Qx7Lm2Pz9Rt4Vb8Nc3Hd6Jf1Kg5")
+        assert not looks_high_entropy("password-reset-link")
+        assert not looks_high_entropy(HEX * 4)
+        assert not looks_high_entropy("with spaces 123 abc def ghi")
+
+
+class TestSseLineEndings:
+    """SSE streams with CRLF line endings are read the same way."""
+
+    def test_crlf_events_split_secret(self) -> None:
+        """A key split across two CRLF-separated events is found."""
+        token = "gh" + "p_" + A * 5
+        events = [
+            "data: " + json.dumps({"delta": "use " + token[:10]}) + "\r\n\r\n",
+            "data: " + json.dumps({"delta": token[10:] + " now"}) + "\r\n\r\n",
+        ]
+        out = "".join(Redactor().redact_stream(events))
+        assert token[:10] not in out
+        assert token[10:] not in out
+        assert out.count("\r\n\r\n") == 2
