@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._canonical import canonicalize
 from ._errors import (
     CanonicalizationError,
@@ -26,6 +29,13 @@ from ._report import RunReport
 from ._secrets import RunSecrets, collect_run_secrets
 from ._store import CassetteStore, FixtureDir, FixtureStore
 
+if TYPE_CHECKING:
+    from ._transport import FixtureTransport
+    from ._vcr import VcrHooks, use_redactkey
+
+# These import httpx and httpx2; loaded on first use so `import redactkey` stays light.
+_LAZY = {"FixtureTransport": "._transport", "VcrHooks": "._vcr", "use_redactkey": "._vcr"}
+
 __all__ = [
     "CanonicalizationError",
     "CassetteStore",
@@ -38,6 +48,7 @@ __all__ = [
     "FixtureError",
     "FixtureFormatError",
     "FixtureStore",
+    "FixtureTransport",
     "InputError",
     "KeySpec",
     "MissingFixtureError",
@@ -53,6 +64,7 @@ __all__ = [
     "StructuredOutputError",
     "ToolFixtures",
     "UsageError",
+    "VcrHooks",
     "VolatileValueWarning",
     "canonicalize",
     "collect_run_secrets",
@@ -60,6 +72,16 @@ __all__ = [
     "key_material",
     "request_key",
     "resolve_mode",
+    "use_redactkey",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'redactkey' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 __version__ = "0.1.0"

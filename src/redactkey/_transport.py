@@ -16,17 +16,32 @@ from __future__ import annotations
 
 import base64
 import codecs
+import functools
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Final
+import sys
+import threading
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Final, overload
 
 from ._canonical import to_json
-from ._errors import CanonicalizationError
+from ._errors import CanonicalizationError, FixtureFormatError, MissingFixtureError, UsageError
+from ._replay import ModelFixtures
+
+if TYPE_CHECKING:
+    import httpx
+    import httpx2
+
+    from ._redact import Redactor
+    from ._replay import Mode
+    from ._store import FixtureStore
 
 __all__ = [
     "KIND",
     "RESPONSE_HEADERS",
+    "FixtureTransport",
     "SSEParser",
     "body_bytes",
     "body_document",
@@ -285,3 +300,493 @@ def iter_events(chunks: Iterable[bytes]) -> Iterator[dict[str, JSON]]:
     for chunk in chunks:
         yield from parser.feed(chunk)
     yield from parser.finish()
+
+
+# -- the transport --------------------------------------------------------------------
+
+# Not meaningful once the body is stored decoded (or rebuilt from a fixture).
+_HOP_HEADERS: Final = frozenset(
+    {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
+)
+
+# The SDKs pass their own errors through untouched and never retry them. A replay miss
+# that is also one of those surfaces as itself, at once, instead of being wrapped in a
+# connection error and retried with back-off (see docs/decisions/0031).
+_SDK_ERRORS: Final = (("openai", "OpenAIError"), ("anthropic", "AnthropicError"))
+
+
+class _Live:
+    """A live response as it came off the wire (body decoded, when it was read)."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+class _EnvironmentFailure(Exception):
+    """Carries a response the fixtures must not keep (401, 429, 5xx…) past the record layer."""
+
+    def __init__(self, live: _Live) -> None:
+        super().__init__(f"HTTP {live.status} is the environment's failure; not recorded")
+        self.live = live
+
+
+def _library(request: Any) -> ModuleType:
+    """httpx or httpx2: the library whose request this is, which builds the response."""
+    name = type(request).__module__.split(".", 1)[0]
+    module = sys.modules.get(name)
+    if name not in ("httpx", "httpx2") or module is None:
+        raise UsageError(
+            f"FixtureTransport serves httpx and httpx2 clients, not a {type(request).__name__} "
+            f"from {name!r}; pass it as `transport=` to an httpx or httpx2 client"
+        )
+    return module
+
+
+def _transport_bases() -> tuple[type, ...]:
+    bases: list[type] = []
+    for name in ("httpx", "httpx2"):
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        bases += [module.BaseTransport, module.AsyncBaseTransport]
+    return tuple(bases) or (object,)
+
+
+if TYPE_CHECKING:
+
+    class _TransportBase(  # type: ignore[misc]
+        httpx.BaseTransport,
+        httpx.AsyncBaseTransport,
+        httpx2.BaseTransport,
+        httpx2.AsyncBaseTransport,
+    ):
+        pass
+
+else:
+    _TransportBase = type("_TransportBase", _transport_bases(), {"__slots__": ()})
+
+
+@functools.cache
+def _stream_types(library: ModuleType) -> tuple[type, type]:
+    """The library's sync and async byte-stream classes for a response fed from chunks."""
+
+    class SyncStream(library.SyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, pieces: Iterator[bytes], close: Callable[[], None]) -> None:
+            self._pieces = pieces
+            self._close = close
+
+        def __iter__(self) -> Iterator[bytes]:
+            yield from self._pieces
+
+        def close(self) -> None:
+            self._close()
+
+    class AsyncStream(library.AsyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(
+            self, pieces: AsyncIterator[bytes], close: Callable[[], Awaitable[None]]
+        ) -> None:
+            self._pieces = pieces
+            self._close = close
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for piece in self._pieces:
+                yield piece
+
+        async def aclose(self) -> None:
+            await self._close()
+
+    return SyncStream, AsyncStream
+
+
+@functools.cache
+def _miss_type(bases: tuple[type, ...]) -> type[MissingFixtureError]:
+    return type(
+        "MissingFixtureError",
+        bases,
+        {"__module__": bases[0].__module__, "__doc__": bases[0].__doc__},
+    )
+
+
+def _shown_url(url: str, redactor: Redactor | None) -> str:
+    if redactor is not None:
+        return redactor.redact_url(url)
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port is not None else ""
+    query = "?…" if parts.query else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}{query}"
+
+
+def _sdk_miss(
+    miss: MissingFixtureError, document: Mapping[str, JSON], redactor: Redactor | None
+) -> MissingFixtureError:
+    """The miss, named by method and URL, and also an error of every SDK that is loaded."""
+    sdk_errors: list[type] = []
+    for module_name, error_name in _SDK_ERRORS:
+        module = sys.modules.get(module_name)
+        sdk_error = getattr(module, error_name, None) if module is not None else None
+        if isinstance(sdk_error, type) and not isinstance(miss, sdk_error):
+            sdk_errors.append(sdk_error)
+    cls = _miss_type((type(miss), *sdk_errors)) if sdk_errors else type(miss)
+    named = cls.__new__(cls)
+    named.__dict__.update(miss.__dict__)
+    named.args = (f"{document['method']} {_shown_url(str(document['url']), redactor)}: {miss}",)
+    return named
+
+
+def _wants_stream(document: Mapping[str, JSON]) -> bool:
+    body = document.get("json")
+    if isinstance(body, Mapping) and body.get("stream") is True:
+        return True
+    accept = str(document.get("headers", {}).get("accept", ""))
+    return "text/event-stream" in accept
+
+
+def _live_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(name, value) for name, value in headers if name.lower() not in _HOP_HEADERS]
+
+
+def _chunk_events(head: Mapping[str, JSON], pieces: Iterable[bytes]) -> Iterator[JSON]:
+    content_type = head["headers"].get("content-type")
+    if is_event_stream(content_type):
+        yield from iter_events(pieces)
+    else:
+        yield body_document(content_type, b"".join(pieces))
+
+
+async def _achunk_events(
+    head: Mapping[str, JSON], pieces: AsyncIterator[bytes]
+) -> AsyncIterator[JSON]:
+    content_type = head["headers"].get("content-type")
+    if is_event_stream(content_type):
+        parser = SSEParser()
+        async for piece in pieces:
+            for event in parser.feed(piece):
+                yield event
+        for event in parser.finish():
+            yield event
+    else:
+        yield body_document(content_type, b"".join([piece async for piece in pieces]))
+
+
+class FixtureTransport(_TransportBase):
+    """Record and replay the HTTP calls of an httpx or httpx2 client, sync or async.
+
+    ``httpx2.Client(transport=FixtureTransport(FixtureDir("tests/fixtures")))`` (or
+    `httpx.Client`, `AsyncClient`) hands every request to `ModelFixtures` as a call
+    of kind ``"http"``: replayed from the store, or sent through `inner` (by default
+    the request library's own HTTP transport) and recorded, depending on `mode`
+    (`None` reads ``REDACTKEY_MODE``). Responses to credential, quota and server
+    failures (401, 403, 429, 5xx…) and transport errors pass through unrecorded.
+    """
+
+    def __init__(
+        self,
+        store: FixtureStore,
+        *,
+        mode: Mode | None = None,
+        redactor: Redactor | None = None,
+        inner: Any = None,
+        response_headers: Iterable[str] = RESPONSE_HEADERS,
+    ) -> None:
+        self._store = store
+        self._redactor = redactor
+        self._fixtures = ModelFixtures(store, mode=mode, redactor=redactor)
+        self._inner = inner
+        self._keep = frozenset(name.lower() for name in response_headers)
+        self._owned: dict[tuple[str, bool], Any] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"FixtureTransport({self._store!r}, mode={self._fixtures.mode!r})"
+
+    @property
+    def mode(self) -> str:
+        """The resolved mode: "live", "record", "replay" or "auto"."""
+        return str(self._fixtures.mode)
+
+    @property
+    def _records(self) -> bool:
+        return self.mode in ("record", "auto")
+
+    # -- inner transports --------------------------------------------------------------
+
+    def _inner_for(self, library: ModuleType, *, is_async: bool) -> Any:
+        if self._inner is not None:
+            other = sys.modules.get("httpx2" if library.__name__ == "httpx" else "httpx")
+            if other is not None and isinstance(
+                self._inner, (other.BaseTransport, other.AsyncBaseTransport)
+            ):
+                raise UsageError(
+                    f"inner transport {type(self._inner).__name__} is from {other.__name__}, "
+                    f"but the request is from {library.__name__}; pass an inner transport "
+                    "of the client's own library"
+                )
+            return self._inner
+        with self._lock:
+            inner = self._owned.get((library.__name__, is_async))
+            if inner is None:
+                factory = library.AsyncHTTPTransport if is_async else library.HTTPTransport
+                inner = self._owned[(library.__name__, is_async)] = factory()
+            return inner
+
+    def close(self) -> None:
+        """Close the inner transports that serve sync clients."""
+        with self._lock:
+            owned = [t for (_, is_async), t in self._owned.items() if not is_async]
+        for transport in owned:
+            transport.close()
+        if self._inner is not None and hasattr(self._inner, "close"):
+            self._inner.close()
+
+    async def aclose(self) -> None:
+        """Close the inner transports that serve async clients."""
+        with self._lock:
+            owned = [t for (_, is_async), t in self._owned.items() if is_async]
+        for transport in owned:
+            await transport.aclose()
+        if self._inner is not None and hasattr(self._inner, "aclose"):
+            await self._inner.aclose()
+
+    # -- documents ---------------------------------------------------------------------
+
+    def _document(self, live: _Live) -> dict[str, JSON]:
+        document = response_document(live.status, live.headers, live.body, self._keep)
+        if "events" in document and self._redactor is not None:
+            # A secret split across events is found only when the events are seen together.
+            document["events"] = self._redactor.redact_stream(document["events"])
+        return document
+
+    def _head(self, head: JSON, document: Mapping[str, JSON]) -> tuple[int, dict[str, str]]:
+        status = head.get("status") if isinstance(head, Mapping) else None
+        headers = head.get("headers") if isinstance(head, Mapping) else None
+        if (
+            not isinstance(status, int)
+            or not 100 <= status <= 599
+            or not isinstance(headers, Mapping)
+            or not all(isinstance(v, str) for v in headers.values())
+        ):
+            from ._keys import request_key
+
+            key = request_key(KIND, document, redactor=self._redactor)
+            raise FixtureFormatError(
+                str(self._store.path_for(KIND, key)),
+                "the recorded HTTP response needs an integer 'status' and string 'headers'",
+            )
+        return status, {str(k): v for k, v in headers.items()}
+
+    def _from_live(self, library: ModuleType, request: Any, live: _Live) -> Any:
+        return library.Response(
+            live.status, headers=_live_headers(live.headers), content=live.body, request=request
+        )
+
+    def _from_document(
+        self, library: ModuleType, request: Any, answer: JSON, document: Mapping[str, JSON]
+    ) -> Any:
+        status, headers = self._head(answer, document)
+        if "events" in answer:
+            content = b"".join(event_bytes(event) for event in answer["events"])
+        else:
+            content = body_bytes(answer)
+        return library.Response(
+            status, headers=list(headers.items()), content=content, request=request
+        )
+
+    # -- sync --------------------------------------------------------------------------
+
+    @overload
+    def handle_request(self, request: httpx.Request) -> httpx.Response: ...
+    @overload
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response: ...
+
+    def handle_request(self, request: Any) -> Any:
+        """Answer one request of a sync httpx or httpx2 client."""
+        library = _library(request)
+        document = request_document(
+            request.method, str(request.url), request.headers.multi_items(), request.read()
+        )
+        try:
+            if _wants_stream(document):
+                return self._stream(library, request, document)
+            return self._call(library, request, document)
+        except MissingFixtureError as miss:
+            raise _sdk_miss(miss, document, self._redactor) from None
+
+    def _call(self, library: ModuleType, request: Any, document: dict[str, JSON]) -> Any:
+        seen: list[_Live] = []
+
+        def live() -> JSON:
+            response = self._inner_for(library, is_async=False).handle_request(request)
+            try:
+                body = response.read()
+            finally:
+                response.close()
+            captured = _Live(response.status_code, response.headers.multi_items(), body)
+            if is_environment_failure(captured.status):
+                raise _EnvironmentFailure(captured)
+            seen.append(captured)
+            return self._document(captured)
+
+        try:
+            answer = self._fixtures.call(KIND, document, live)
+        except _EnvironmentFailure as failure:
+            return self._from_live(library, request, failure.live)
+        if seen:
+            return self._from_live(library, request, seen[-1])
+        return self._from_document(library, request, answer, document)
+
+    def _stream(self, library: ModuleType, request: Any, document: dict[str, JSON]) -> Any:
+        seen: list[_Live] = []
+        opened: list[Any] = []
+
+        def live() -> Iterator[JSON]:
+            response = self._inner_for(library, is_async=False).handle_request(request)
+            opened.append(response)
+            try:
+                captured = _Live(response.status_code, response.headers.multi_items())
+                if is_environment_failure(captured.status):
+                    captured.body = response.read()
+                    raise _EnvironmentFailure(captured)
+                seen.append(captured)
+                head = head_document(captured.status, captured.headers, self._keep)
+                yield head
+                yield from _chunk_events(head, response.iter_bytes())
+            finally:
+                response.close()
+
+        chunks = iter(self._fixtures.stream(KIND, document, live))
+        try:
+            head = next(chunks)
+        except _EnvironmentFailure as failure:
+            return self._from_live(library, request, failure.live)
+        except StopIteration:
+            head = None
+        status, headers = self._head(head, document)
+        events = is_event_stream(headers.get("content-type"))
+        pieces = ((event_bytes if events else body_bytes)(chunk) for chunk in chunks)
+
+        def close() -> None:
+            try:
+                if self._records:
+                    # A consumer may stop at its end marker ("[DONE]") before the stream
+                    # ends; the rest is read so the recording is complete and written.
+                    for _ in chunks:
+                        pass
+                closer = getattr(chunks, "close", None)
+                if closer is not None:
+                    closer()
+            finally:
+                for response in opened:
+                    response.close()
+
+        sync_stream, _ = _stream_types(library)
+        return library.Response(
+            status,
+            headers=_live_headers(seen[0].headers) if seen else list(headers.items()),
+            stream=sync_stream(pieces, close),
+            request=request,
+        )
+
+    # -- async -------------------------------------------------------------------------
+
+    @overload
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response: ...
+    @overload
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response: ...
+
+    async def handle_async_request(self, request: Any) -> Any:
+        """Answer one request of an async httpx or httpx2 client."""
+        library = _library(request)
+        document = request_document(
+            request.method, str(request.url), request.headers.multi_items(), await request.aread()
+        )
+        try:
+            if _wants_stream(document):
+                return await self._astream(library, request, document)
+            return await self._acall(library, request, document)
+        except MissingFixtureError as miss:
+            raise _sdk_miss(miss, document, self._redactor) from None
+
+    async def _acall(self, library: ModuleType, request: Any, document: dict[str, JSON]) -> Any:
+        seen: list[_Live] = []
+
+        async def live() -> JSON:
+            inner = self._inner_for(library, is_async=True)
+            response = await inner.handle_async_request(request)
+            try:
+                body = await response.aread()
+            finally:
+                await response.aclose()
+            captured = _Live(response.status_code, response.headers.multi_items(), body)
+            if is_environment_failure(captured.status):
+                raise _EnvironmentFailure(captured)
+            seen.append(captured)
+            return self._document(captured)
+
+        try:
+            answer = await self._fixtures.acall(KIND, document, live)
+        except _EnvironmentFailure as failure:
+            return self._from_live(library, request, failure.live)
+        if seen:
+            return self._from_live(library, request, seen[-1])
+        return self._from_document(library, request, answer, document)
+
+    async def _astream(self, library: ModuleType, request: Any, document: dict[str, JSON]) -> Any:
+        seen: list[_Live] = []
+        opened: list[Any] = []
+
+        async def live() -> AsyncIterator[JSON]:
+            inner = self._inner_for(library, is_async=True)
+            response = await inner.handle_async_request(request)
+            opened.append(response)
+            try:
+                captured = _Live(response.status_code, response.headers.multi_items())
+                if is_environment_failure(captured.status):
+                    captured.body = await response.aread()
+                    raise _EnvironmentFailure(captured)
+                seen.append(captured)
+                head = head_document(captured.status, captured.headers, self._keep)
+                yield head
+                async for chunk in _achunk_events(head, response.aiter_bytes()):
+                    yield chunk
+            finally:
+                await response.aclose()
+
+        chunks = aiter(self._fixtures.astream(KIND, document, live))
+        try:
+            head = await anext(chunks)
+        except _EnvironmentFailure as failure:
+            return self._from_live(library, request, failure.live)
+        except StopAsyncIteration:
+            head = None
+        status, headers = self._head(head, document)
+        events = is_event_stream(headers.get("content-type"))
+
+        async def pieces() -> AsyncIterator[bytes]:
+            async for chunk in chunks:
+                yield (event_bytes if events else body_bytes)(chunk)
+
+        async def close() -> None:
+            try:
+                if self._records:
+                    async for _ in chunks:
+                        pass
+                closer = getattr(chunks, "aclose", None)
+                if closer is not None:
+                    await closer()
+            finally:
+                for response in opened:
+                    await response.aclose()
+
+        _, async_stream = _stream_types(library)
+        return library.Response(
+            status,
+            headers=_live_headers(seen[0].headers) if seen else list(headers.items()),
+            stream=async_stream(pieces(), close),
+            request=request,
+        )

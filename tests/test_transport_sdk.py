@@ -1,0 +1,274 @@
+"""FixtureTransport with the real openai and anthropic SDKs against the local fake provider.
+
+One recording (every scenario of tests/sdk_scenarios.py through httpx2 and httpx
+clients, sync and async) is replayed in a fresh process that has no network and
+other API keys; the tests below compare the two runs and read the fixture files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import openai
+import pytest
+
+from conftest import ROOT
+from fakeprovider import FakeProvider
+from redactkey import FixtureDir, FixtureTransport, MissingFixtureError
+from sdk_scenarios import FLAVOURS, redactor_for, run
+
+PLACEHOLDER = "[REDACTED]"
+# Distinct calls per flavour: 9 through openai; 5 through anthropic (httpx2) or 2 raw (httpx).
+CALLS = {"openai": 9, "httpx2": 9 + 5, "httpx": 9 + 2}
+
+
+@dataclass(frozen=True)
+class Recording:
+    store: Path
+    keys: dict[str, str]
+    token: str
+    leaks: list[str]
+    recorded: dict[str, Any]
+    replayed: dict[str, Any]
+    rate_limited: int
+    url: str
+
+
+def _keys() -> dict[str, str]:
+    return {
+        "openai": "sk-proj-" + secrets.token_hex(4) + "A1b2" * 12,
+        "anthropic": "sk-ant-api03-" + secrets.token_hex(4) + "Z9y8" * 20,
+    }
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Recording:
+    """Record everything live, then replay it in a fresh, network-less process."""
+    store = tmp_path_factory.mktemp("fixtures")
+    keys = _keys()
+    token = "tooltok-" + secrets.token_hex(10)
+    with FakeProvider() as fake:
+        recorded = run(mode="record", store=store, base_url=fake.url, keys=keys, token=token)
+        url = fake.url
+        leaks = [*keys.values(), token, *fake.secrets_sent()]
+        rate_limited = sum(
+            1 for r in fake.seen
+            if isinstance(r.body, dict) and r.body.get("model") == "rate-limited-once"
+        )
+    other_keys = _keys()
+    other_token = "tooltok-" + secrets.token_hex(10)
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": other_keys["openai"],
+        "ANTHROPIC_API_KEY": other_keys["anthropic"],
+        "PYTHONPATH": os.pathsep.join(
+            [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+        "REDACTKEY_MODE": "replay",
+    }
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "sdk_scenarios.py"), "replay", str(store), url,
+         other_token],
+        capture_output=True, text=True, env=env, check=False, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    replayed = json.loads(result.stdout)
+    return Recording(
+        store, keys, token, leaks, _normal(recorded, token), replayed, rate_limited, url
+    )
+
+
+def _normal(summary: Any, token: str) -> Any:
+    """The token as replay sees it: redacted, one placeholder however many events it spans."""
+    text = json.dumps(summary).replace(token, PLACEHOLDER)
+    return json.loads(re.sub(r"(\[REDACTED\])+", PLACEHOLDER, text))
+
+
+class TestRecordThenReplay:
+    """Record with the real SDKs, replay in a fresh process without network."""
+
+    def test_replay_reached_no_network(self, recording: Recording) -> None:
+        """The replay process never opened a socket connection."""
+        assert recording.replayed["connects"] == []
+
+    @pytest.mark.parametrize("flavour", FLAVOURS)
+    def test_answers_and_chunk_counts_equal(self, recording: Recording, flavour: str) -> None:
+        """Every answer, tool call, structured output and stream chunk count is the same."""
+        replayed = _normal(recording.replayed["summary"][flavour], "[REDACTED]")
+        assert replayed == recording.recorded[flavour]
+
+    def test_scenarios_really_ran(self, recording: Recording) -> None:
+        """The recording holds real answers: tool calls, structured output, streams."""
+        first = recording.recorded["httpx2-sync"]
+        assert first["chat_tool"] == [["get_weather", {"city": "example", "unit": "celsius"}]]
+        assert first["chat_structured"] == {"city": "example", "temperature_c": 21}
+        assert first["messages_structured"] == {"city": "example", "temperature_c": 21}
+        assert first["chat_stream"][1] > 10
+        assert PLACEHOLDER in first["chat_stream"][0]
+
+    def test_fixture_files_hold_no_secret(self, recording: Recording) -> None:
+        """No file holds an API key, the tool token, a cookie or an organisation id."""
+        files = list(recording.store.glob("*/*.json"))
+        assert len(files) == 2 * CALLS["httpx2"] + 2 * CALLS["httpx"]
+        for path in files:
+            text = path.read_text(encoding="utf-8")
+            for leak in recording.leaks:
+                assert leak not in text, path.name
+
+    def test_keys_do_not_depend_on_the_client(self, recording: Recording) -> None:
+        """httpx and httpx2, sync and async record the same calls under the same keys."""
+        names = {f: {p.name for p in (recording.store / f).iterdir()} for f in FLAVOURS}
+        assert names["httpx2-sync"] == names["httpx2-async"]
+        assert len(names["httpx2-sync"]) == CALLS["httpx2"]
+        assert names["httpx-sync"] == names["httpx-async"]
+        assert len(names["httpx-sync"]) == CALLS["httpx"]
+        assert len(names["httpx2-sync"] & names["httpx-sync"]) == CALLS["openai"]
+
+    def test_split_token_is_not_in_any_stream(self, recording: Recording) -> None:
+        """The token the answer echoed across stream events is gone from the joined events."""
+        streamed = 0
+        for path in recording.store.glob("*/*.json"):
+            document = json.loads(path.read_text(encoding="utf-8"))
+            if "chunks" not in document:
+                continue
+            streamed += 1
+            joined = "".join(_strings(document["chunks"]))
+            assert recording.token not in joined, path.name
+            assert recording.token[-6:] not in joined, path.name
+        assert streamed == 2 * 4 + 2 * 3  # httpx2: 2 openai + 2 anthropic; httpx: 2 + 1 raw
+
+    def test_transport_files_are_http_fixtures(self, recording: Recording) -> None:
+        """Every file is an "http" fixture with a status and only allowlisted headers."""
+        for path in recording.store.glob("*/*.json"):
+            document = json.loads(path.read_text(encoding="utf-8"))
+            assert document["kind"] == "http"
+            head = document["answer"] if "answer" in document else document["chunks"][0]
+            assert set(head["headers"]) <= {"content-type", "retry-after", "retry-after-ms"}
+
+    def test_rate_limit_then_retry_records_the_200(self, recording: Recording) -> None:
+        """A 429 answered by the SDK's retry leaves one fixture, holding the 200."""
+        found = []
+        for path in recording.store.glob("*/*.json"):
+            document = json.loads(path.read_text(encoding="utf-8"))
+            if document["request"]["request"].get("body", {}).get("json", {}).get("model") == (
+                "rate-limited-once"
+            ):
+                found.append(document["answer"]["status"])
+        assert found == [200] * len(FLAVOURS)
+        assert recording.rate_limited == len(FLAVOURS) + 1  # the first try got the 429
+
+    def test_unrecorded_request_fails_by_name(self, recording: Recording) -> None:
+        """A miss is MissingFixtureError naming method and URL, sent once, in well under 1s."""
+        misses = recording.replayed["misses"]
+        assert len(misses) == 6
+        for miss in misses:
+            assert miss["is_missing_fixture"], miss
+            assert miss["raised"] == "MissingFixtureError", miss
+            path = "/v1/chat/completions" if miss["sdk"] == "openai" else "/v1/messages"
+            assert f"POST {recording.url}{path}: no recorded" in miss["message"]
+            assert "to record it:" in miss["message"]
+            assert miss["attempts"] == 1, miss
+            assert miss["seconds"] < 1.0, miss
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+class TestEnvironmentFailures:
+    """Credential, server and transport failures are never recorded."""
+
+    @pytest.mark.parametrize(
+        ("model", "error"),
+        [
+            ("unauthorized", openai.AuthenticationError),
+            ("forbidden", openai.PermissionDeniedError),
+            ("server-error", openai.InternalServerError),
+        ],
+    )
+    def test_status_failures_record_nothing(
+        self, tmp_path: Path, model: str, error: type[Exception]
+    ) -> None:
+        """401, 403 and 500 reach the SDK as its own errors; the store stays empty."""
+        with FakeProvider() as fake:
+            transport = FixtureTransport(FixtureDir(tmp_path), mode="record")
+            with openai.OpenAI(
+                api_key="sk-test-" + "x1" * 10, base_url=f"{fake.url}/v1",
+                http_client=httpx2.Client(transport=transport), max_retries=1,
+            ) as client, pytest.raises(error):
+                client.chat.completions.create(
+                    model=model, messages=[{"role": "user", "content": "x"}]
+                )
+            assert fake.attempts() == (2 if model == "server-error" else 1)
+        assert list(tmp_path.iterdir()) == []
+
+    def test_transport_error_records_nothing(self, tmp_path: Path) -> None:
+        """A refused connection is the SDK's connection error; nothing is written."""
+        with FakeProvider() as fake:
+            url = fake.url
+        transport = FixtureTransport(FixtureDir(tmp_path), mode="record")
+        with openai.OpenAI(
+            api_key="sk-test-" + "x1" * 10, base_url=f"{url}/v1",
+            http_client=httpx.Client(transport=transport), max_retries=0,
+        ) as client, pytest.raises(openai.APIConnectionError):
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        assert list(tmp_path.iterdir()) == []
+
+
+class TestCompressedResponses:
+    """gzip and deflate bodies are stored decoded and replayed plain."""
+
+    @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+    def test_stored_decoded(self, tmp_path: Path, encoding: str) -> None:
+        """The fixture holds the JSON answer, and replay gives the SDK the same answer."""
+        token = "tooltok-" + secrets.token_hex(10)
+        messages = [{"role": "user", "content": f"ECHO:{token}"}]
+        answers = []
+        with FakeProvider(encoding=encoding) as fake:
+            for mode in ("record", "replay"):
+                transport = FixtureTransport(
+                    FixtureDir(tmp_path), mode=mode, redactor=redactor_for(token)
+                )
+                with openai.OpenAI(
+                    api_key="sk-test-" + "x1" * 10, base_url=f"{fake.url}/v1",
+                    http_client=httpx.Client(transport=transport),
+                ) as client:
+                    answer = client.chat.completions.create(model="m", messages=messages)
+                answers.append(answer.choices[0].message.content)
+            assert fake.attempts() == 1
+        (path,) = tmp_path.iterdir()
+        document = json.loads(path.read_text(encoding="utf-8"))
+        assert document["answer"]["json"]["object"] == "chat.completion"
+        assert answers == [
+            f"Your token is {token} as requested.",
+            "Your token is [REDACTED] as requested.",
+        ]
+
+
+class TestMissWithoutSDK:
+    """A replay miss from a bare client."""
+
+    def test_plain_client_gets_missing_fixture_error(self, tmp_path: Path) -> None:
+        """httpx raises MissingFixtureError itself, naming method and URL."""
+        transport = FixtureTransport(FixtureDir(tmp_path), mode="replay")
+        with httpx.Client(transport=transport) as client, pytest.raises(
+            MissingFixtureError, match=r"GET https://api\.example\.test/v1/models"
+        ) as caught:
+            client.get("https://api.example.test/v1/models?api_key=" + "k" * 20)
+        assert "k" * 20 not in str(caught.value)
