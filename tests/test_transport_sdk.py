@@ -17,6 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# httpx imports httpcore lazily and caches httpcore's exception classes on first use. If
+# that first use happens inside a pytester in-process run, pytester drops httpcore from
+# sys.modules afterwards, and a later fresh import no longer matches httpx's cache (a raw
+# httpcore.ConnectError escapes). Importing it at collection keeps one httpcore.
+import httpcore  # noqa: F401
 import httpx
 import httpx2
 import openai
