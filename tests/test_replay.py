@@ -176,6 +176,23 @@ class TestModes:
         fixtures(tmp_path, "record").call("text", shuffled, Live(dict(reversed(answer.items()))))
         assert path.read_bytes() == before
 
+    def test_answers_keep_big_ints_and_dump_models(self, tmp_path: Path) -> None:
+        """64-bit ids survive, pydantic answers are stored as JSON, NaN is refused by pointer."""
+        from pydantic import BaseModel
+
+        from redactkey import CanonicalizationError
+
+        class Answer(BaseModel):
+            id: int
+            text: str
+
+        live = Answer(id=2**63 - 1, text="t")
+        assert fixtures(tmp_path, "record").call("text", REQUEST, lambda: live) is live
+        assert fixtures(tmp_path, "replay").call("text", REQUEST, None) == {
+            "id": 2**63 - 1, "text": "t"}
+        with pytest.raises(CanonicalizationError, match="/a/0"):
+            fixtures(tmp_path, "record").call("chat", REQUEST, lambda: {"a": [float("nan")]})
+
     def test_record_needs_live(self, tmp_path: Path) -> None:
         """record with live=None is a UsageError, not a silent miss."""
         with pytest.raises(UsageError, match="live is None"):

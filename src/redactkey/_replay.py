@@ -15,6 +15,7 @@ nothing is written.
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import json
@@ -204,6 +205,31 @@ def _format_diff(diff: list[tuple[str, str, Any, Any]], redactor: StreamRedactor
     return lines
 
 
+def answer_json(value: Any, pointer: str = "") -> Any:
+    """An answer or chunk as plain JSON data for a fixture.
+
+    Like `to_json`, but integers of any size pass: answers are stored with `json.dumps`,
+    not hashed, and APIs return 64-bit ids. Pydantic models are dumped in JSON mode.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return to_json(value, pointer)
+    if isinstance(value, int) and not isinstance(value, enum.Enum):
+        return int(value)
+    if isinstance(value, Mapping):
+        out = {}
+        for name, item in value.items():
+            if not isinstance(name, str):
+                return to_json(value, pointer)  # raises, naming the key
+            out[name] = answer_json(item, pointer_join(pointer, name))
+        return out
+    if isinstance(value, (list, tuple)):
+        return [answer_json(item, pointer_join(pointer, i)) for i, item in enumerate(value)]
+    model_dump = getattr(value, "model_dump", None)
+    if model_dump is not None and hasattr(type(value), "model_fields"):
+        return answer_json(model_dump(mode="json"), pointer)
+    return to_json(value, pointer)
+
+
 def _copy_json(value: Any) -> Any:
     # Fixtures are frozen pydantic models; hand out a fresh copy of their data.
     if isinstance(value, (dict, list)):
@@ -370,7 +396,7 @@ class ModelFixtures:
         }
         if isinstance(exc, StructuredOutputError):
             try:
-                answer = self.redactor.redact(to_json(exc.answer))
+                answer = self.redactor.redact(answer_json(exc.answer))
             except (ValueError, TypeError):
                 answer = None
             body["data"] = {
@@ -457,7 +483,7 @@ class ModelFixtures:
                              "pass a callable or use mode 'replay'")
 
     def _after_answer(self, call: _Call, answer: Any, schema: Mapping[str, Any] | None) -> Any:
-        data = to_json(answer)
+        data = answer_json(answer)
         problems = self._schema_problems(schema, data)
         if problems:
             exc = StructuredOutputError(call.kind, problems, answer=data)
@@ -536,7 +562,7 @@ class ModelFixtures:
     def _record_stream(self, call: _Call, source: Iterable[Any]) -> Iterator[Any]:
         collected: list[Any] = []
         for chunk in source:
-            collected.append(to_json(chunk, pointer_join("", len(collected))))
+            collected.append(answer_json(chunk, pointer_join("", len(collected))))
             yield chunk
         self._write(call, chunks=self.redactor.redact_stream(collected))
 
@@ -604,7 +630,7 @@ class ModelFixtures:
             raise
         collected: list[Any] = []
         async for chunk in source:
-            collected.append(to_json(chunk, pointer_join("", len(collected))))
+            collected.append(answer_json(chunk, pointer_join("", len(collected))))
             yield chunk
         self._write(call, chunks=self.redactor.redact_stream(collected))
 
