@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import logging
 import pickle
 from pathlib import Path
 from urllib.parse import quote, quote_plus
@@ -66,6 +67,14 @@ class TestRunSecrets:
         assert TOKEN not in repr(secrets)
         assert TOKEN not in str(secrets)
         assert "OPENAI_API_KEY" in repr(secrets)
+
+    def test_nothing_is_logged(self, caplog: pytest.LogCaptureFixture) -> None:
+        """Collecting, reading and redacting write no log record holding the value."""
+        caplog.set_level(logging.DEBUG)
+        secrets = collect_run_secrets(["OPENAI_API_KEY"], environ={"OPENAI_API_KEY": TOKEN})
+        secrets.read("OPENAI_API_KEY")
+        Redactor(secrets).redact({"a": TOKEN})
+        assert all(TOKEN not in r.getMessage() for r in caplog.records)
 
     def test_pickle_and_copy_are_refused(self) -> None:
         """Pickling or copying would carry values out; both are refused with a UsageError."""
@@ -171,6 +180,9 @@ class TestFromEnv:
             "TOKENIZERS_PARALLELISM",
             "MAX_TOKENS",
             "AUTHOR",
+            "GIT_AUTHOR_NAME",
+            "GIT_AUTHOR_EMAIL",
+            "CERT_AUTHORITY",
             "KEYBOARD",
             "SSH_AUTH_SOCK",
             "PYTHONHASHSEED",

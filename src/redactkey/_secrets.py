@@ -65,7 +65,7 @@ _SECRET_NAME = re.compile(
     r"""(?x)
     (?:^|_)(?:API_?KEY|APIKEY|KEY|TOKEN|SECRET|PAT|ACCESS_KEY|PRIVATE_KEY|SECRET_KEY)$  # suffixes
     | PASSWORD | PASSWD | CREDENTIAL | SECRET | ACCESS_KEY | PRIVATE_KEY
-    | (?:^|_)AUTH(?:_|$) | _AUTH | (?:^|_)(?:DSN)$
+    | (?:^|_)AUTH(?!OR)(?:_|$) | _AUTH(?!OR) | (?:^|_)(?:DSN)$
     """
 )
 _URL_NAME = re.compile(r"(?:^|_)(?:URL|URI|DSN|CONN|CONNECTION|CONNECTION_STRING)$")
