@@ -146,6 +146,16 @@ class TestCheckSources:
         assert code == 2
         assert "NOT_SET_ANYWHERE_X" in out + err
 
+    def test_yaml_comment_scanned(self, workdir: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+        """A key in a YAML comment (not part of the data) is still found at its line."""
+        text = leaky_cassette().replace(f"Bearer {FAKE_OPENAI}", "AUTHORIZATION-XXX")
+        (workdir / "c.yaml").write_text(f"# recorded with {FAKE_OPENAI}\n{text}",
+                                        encoding="utf-8")
+        code, out, _ = run_cli(capsys, "check", "c.yaml")
+        assert code == 1
+        assert "c.yaml:1: openai-api-key sk-p…" in out
+
     def test_broken_yaml_still_scanned(self, workdir: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
         """A YAML file that does not parse is scanned as text."""

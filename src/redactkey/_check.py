@@ -587,9 +587,11 @@ class Checker:
     """Scans files for secrets with a `Redactor` (detectors, credential-named fields, run
     secrets) plus the configured extra detectors; third-party placeholders count as redacted."""
 
-    def __init__(self, redactor: Redactor, config: Config) -> None:
+    def __init__(self, redactor: Redactor, config: Config, *, normalise: bool = True) -> None:
         self.redactor = redactor
         self.config = config
+        # False: JSON files are scanned as parsed, without building interactions (check)
+        self.normalise = normalise
         self._extra = [(spec.name, spec.compiled()) for spec in config.detectors]
 
     # -- entry points ---------------------------------------------------------------
@@ -604,7 +606,7 @@ class Checker:
         cassette: Cassette | None = None
         if target.path.suffix.lower() in STRUCTURED_SUFFIXES:
             try:
-                cassette = parse_text(target.path, text)
+                cassette = parse_text(target.path, text, normalise=self.normalise)
             except FixtureFormatError:
                 cassette = None
         if cassette is not None:
@@ -650,6 +652,15 @@ class Checker:
             line = cassette.line_for(finding.pointer, offset)
             issues.append(Issue(display, line, rule, pointer=finding.pointer, slot=slot,
                                 preview=finding.preview))
+        if cassette.text.lstrip()[:1] not in ("{", "["):
+            # YAML comments are not part of the document but are committed all the same
+            for number, line in enumerate(cassette.text.splitlines(), 1):
+                if line.lstrip().startswith("#"):
+                    for finding in self.redactor.findings(line):
+                        segment = line[finding.start:finding.end]
+                        if not looks_redacted(segment, self.redactor.is_placeholder):
+                            issues.append(Issue(display, number, finding.rule,
+                                                slot=finding.slot, preview=finding.preview))
         if self._extra:
             for pointer, text in iter_strings(document):
                 for name, pattern in self._extra:

@@ -127,7 +127,7 @@ _VERBOSE = click.option("--verbose", "-v", is_flag=True,
 
 
 def _setup(config_path: Path | None, secret_env: Sequence[str],
-           *, extra_keys: Sequence[str] = ()) -> tuple[Config, Checker]:
+           *, extra_keys: Sequence[str] = (), normalise: bool = True) -> tuple[Config, Checker]:
     try:
         config = load_config(explicit=config_path)
         if extra_keys:
@@ -137,7 +137,7 @@ def _setup(config_path: Path | None, secret_env: Sequence[str],
                                   warn=lambda text: click.echo(f"redact: {text}", err=True))
     except RedactkeyError as exc:
         raise InputFailure(str(exc)) from None
-    return config, Checker(redactor, config)
+    return config, Checker(redactor, config, normalise=normalise)
 
 
 def _emit(report: Report, fmt: str, output: Path | None, color: bool | None,
@@ -177,7 +177,7 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     """
     if not files:
         raise click.UsageError("give the files or directories to check")
-    _config, checker = _setup(config_path, secret_env)
+    _config, checker = _setup(config_path, secret_env, normalise=False)
     with progress_bar(color) as advance:
         report = check_paths(files, checker, progress=advance)
     return _emit(report, fmt, output, color, exit_zero=exit_zero)
