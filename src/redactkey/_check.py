@@ -16,28 +16,21 @@ import hashlib
 import json
 import os
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
+from typing import IO, TYPE_CHECKING, Literal
 
 from ._cassettes import Cassette, iter_strings, parse_text, read_text, resolve_pointer
 from ._config import Config
 from ._errors import FixtureFormatError, SecretError, UsageError
 from ._redact import Redactor
 from ._secrets import RunSecrets, mask
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "EXIT_FINDINGS",
@@ -360,6 +353,8 @@ def _uri(path: str) -> str:
 
 
 def _console(stream: IO[str], color: bool | None) -> Console:
+    from rich.console import Console  # only the text report needs rich (startup time)
+
     return Console(
         file=stream,
         highlight=False,
@@ -379,6 +374,8 @@ def render_text(
     report: Report, stream: IO[str], *, color: bool | None = None, verbose: bool = False
 ) -> None:
     """The readable report: `path:line: rule (slot) preview` per finding, then what it means."""
+    from rich.markup import escape
+
     console = _console(stream, color)
     issues = report.sorted_issues()
     for problem in report.problems:
@@ -402,6 +399,9 @@ def render_text(
 
 
 def _summary(console: Console, issues: Sequence[Issue]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     counts = Counter(issue.rule for issue in issues)
     files = {rule: len({i.path for i in issues if i.rule == rule}) for rule in counts}
     rules = sorted(counts, key=lambda r: (_ORDER[rule_for(r).severity], r))
@@ -654,10 +654,10 @@ class Checker:
                                 preview=finding.preview))
         if cassette.text.lstrip()[:1] not in ("{", "["):
             # YAML comments are not part of the document but are committed all the same
-            for number, line in enumerate(cassette.text.splitlines(), 1):
-                if line.lstrip().startswith("#"):
-                    for finding in self.redactor.findings(line):
-                        segment = line[finding.start:finding.end]
+            for number, comment in enumerate(cassette.text.splitlines(), 1):
+                if comment.lstrip().startswith("#"):
+                    for finding in self.redactor.findings(comment):
+                        segment = comment[finding.start:finding.end]
                         if not looks_redacted(segment, self.redactor.is_placeholder):
                             issues.append(Issue(display, number, finding.rule,
                                                 slot=finding.slot, preview=finding.preview))
@@ -748,14 +748,24 @@ def progress_bar(
     color: bool | None = None, *, threshold: int = 200
 ) -> Iterator[Callable[[Sequence[Target]], Iterable[Target]]]:
     """A wrapper that shows a transient progress bar on stderr for large trees on a terminal."""
-    console = Console(stderr=True, force_terminal=color, no_color=color is False)
 
     def advance(targets: Sequence[Target]) -> Iterable[Target]:
-        if not console.is_terminal or len(targets) < threshold:
+        terminal = sys.stderr.isatty() if color is None else color
+        if not terminal or len(targets) < threshold:
             return targets
         return _tracked(targets)
 
     def _tracked(targets: Sequence[Target]) -> Iterator[Target]:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        console = Console(stderr=True, force_terminal=color, no_color=color is False)
         with Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import click
 
-from ._audit import audit_paths, load_unused_files
 from ._canonical import canonicalize
 from ._check import (
     IDENTIFYING_HEADERS,
@@ -24,7 +23,6 @@ from ._check import (
 from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
 from ._keys import key_from_material, key_material
-from ._scrub import plan_paths
 from ._store import atomic_write
 
 __all__ = ["main", "run"]
@@ -208,6 +206,8 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     if not paths:
         raise click.UsageError("give the fixture directories or cassettes to audit")
     _config, checker = _setup(config_path, secret_env)
+    from ._audit import audit_paths, load_unused_files  # jsonschema: only for the audit
+
     unused: frozenset[Path] = frozenset()
     if run_report is not None:
         try:
@@ -236,6 +236,8 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
     """
     if not paths:
         raise click.UsageError("give the fixture directories or cassettes to scrub")
+    from ._scrub import plan_paths
+
     # scrub also takes out the headers that identify an account (organisation ids)
     _config, checker = _setup(config_path, secret_env, extra_keys=sorted(IDENTIFYING_HEADERS))
     with progress_bar(color) as advance:
