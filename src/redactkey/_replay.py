@@ -653,7 +653,7 @@ class ModelFixtures:
         """
         def decorate(fn: F) -> F:
             return cast(F, _wrap_function(self, fn, kind, stream=stream, schema=schema,
-                                          decode=decode, spec=None, tool=False))
+                                          decode=decode, spec=None))
 
         return decorate
 
@@ -726,7 +726,6 @@ def _wrap_function(
     schema: Mapping[str, Any] | None,
     decode: Callable[[Any], Any] | None,
     spec: KeySpec | None,
-    tool: bool,
 ) -> Callable[..., Any]:
     def finish(value: Any, replayed: bool) -> Any:
         return decode(value) if (decode is not None and replayed) else value
@@ -827,7 +826,7 @@ class ClientAdapter:
                 fn = target if target is not None else _offline(path)
                 return _wrap_function(self._fixtures, _as_kwargs(fn), table[path],
                                       stream=stream, schema=None, decode=self._decode,
-                                      spec=None, tool=False)
+                                      spec=None)
         if any(m.startswith(path + ".") for m in (*self._methods, *self._streams)):
             inner = getattr(client, name) if client is not None else None
             return ClientAdapter(self._fixtures, inner, self._methods, streams=self._streams,
@@ -915,7 +914,7 @@ class ToolFixtures:
             self.fixtures.store.path_for("tool:" + tool_name, "0" * 64)
             return cast(F, _wrap_function(self.fixtures, func, "tool:" + tool_name,
                                           stream=False, schema=None, decode=decode,
-                                          spec=KeySpec.whole(), tool=True))
+                                          spec=KeySpec.whole()))
 
         if fn is not None:
             return decorate(fn)
