@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
 import pytest
 
 pytest_plugins = ["pytester"]
 
+
+FAKEPROVIDER = Path(__file__).with_name("fakeprovider.py")
 
 # hypothesis's plugin costs ~0.6 s per inner session and is not needed there.
 QUIET = ("-p", "no:hypothesispytest", "-p", "no:randomly")
@@ -637,3 +640,238 @@ class TestModelFixtures:
         result = run(pytester, "--redactkey-model-mode=record")
         result.assert_outcomes(passed=2)
         result.stdout.fnmatch_lines(["replayed 0, recorded 2, missing 0, unused files 0"])
+
+
+# The docs/pytest.md examples, run against the local fake provider: while recording,
+# `redactkey_inner_transport` sends the SDKs' requests (to the real API hosts) to it.
+SDK_CONFTEST = """
+import os
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from fakeprovider import FakeProvider
+
+
+class ToFake:
+    # An httpx2 transport (sync and async) that sends every request to the fake.
+
+    def __init__(self, url):
+        self.url = httpx2.URL(url)
+        self.real = httpx2.HTTPTransport()
+        self.areal = httpx2.AsyncHTTPTransport()
+
+    def _moved(self, request):
+        request.url = request.url.copy_with(
+            scheme=self.url.scheme, host=self.url.host, port=self.url.port
+        )
+        return request
+
+    def handle_request(self, request):
+        return self.real.handle_request(self._moved(request))
+
+    async def handle_async_request(self, request):
+        return await self.areal.handle_async_request(self._moved(request))
+
+    def close(self):
+        self.real.close()
+
+    async def aclose(self):
+        await self.areal.aclose()
+
+
+@pytest.fixture(scope="session")
+def fake():
+    with FakeProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def redactkey_inner_transport(request, redactkey_settings):
+    if redactkey_settings.model_mode == "replay":
+        return None  # nothing goes live; the network guard refuses any attempt
+    return ToFake(request.getfixturevalue("fake").url)
+
+
+@pytest.fixture
+def openai_client(redactkey_transport):
+    api_key = os.environ.get("OPENAI_API_KEY", "sk-replay-placeholder")
+    with httpx2.Client(transport=redactkey_transport) as http_client:
+        yield openai.OpenAI(api_key=api_key, http_client=http_client, max_retries=0)
+
+
+@pytest.fixture
+def claude(redactkey_transport):
+    api_key = os.environ.get("ANTHROPIC_API_KEY", "sk-ant-replay-placeholder")
+    with httpx2.Client(transport=redactkey_transport) as http_client:
+        yield anthropic.Anthropic(api_key=api_key, http_client=http_client, max_retries=0)
+"""
+
+SDK_TESTS = """
+import asyncio
+import socket
+
+import httpx2
+import openai
+import pytest
+
+from redactkey.pytest_plugin import NetworkRefusedError
+
+HELLO = "Hello from the fake provider."
+
+
+def test_openai_chat(openai_client):
+    completion = openai_client.chat.completions.create(
+        model="gpt-4o-mini", temperature=0,
+        messages=[{"role": "user", "content": "Say hello."}],
+    )
+    assert completion.choices[0].message.content == HELLO
+
+
+def test_openai_stream(openai_client):
+    stream = openai_client.chat.completions.create(
+        model="gpt-4o-mini", stream=True,
+        messages=[{"role": "user", "content": "Say hello, streamed."}],
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert text == HELLO
+
+
+def test_openai_async(redactkey_transport):
+    async def main():
+        async with httpx2.AsyncClient(transport=redactkey_transport) as http_client:
+            client = openai.AsyncOpenAI(api_key="sk-replay-placeholder",
+                                        http_client=http_client, max_retries=0)
+            completion = await client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "Async hello."}],
+            )
+            return completion.choices[0].message.content
+    assert asyncio.run(main()) == HELLO
+
+
+def test_anthropic_message(claude):
+    message = claude.messages.create(
+        model="claude-sonnet-5", max_tokens=100,
+        messages=[{"role": "user", "content": "Say hello."}],
+    )
+    assert message.content[0].text == HELLO
+
+
+def test_anthropic_stream(claude):
+    with claude.messages.stream(
+        model="claude-sonnet-5", max_tokens=100,
+        messages=[{"role": "user", "content": "Say hello, streamed."}],
+    ) as stream:
+        assert "".join(stream.text_stream) == HELLO
+
+
+def test_sockets_are_refused_in_replay(redactkey_settings):
+    if redactkey_settings.mode != "replay":
+        return
+    with pytest.raises(NetworkRefusedError):
+        socket.create_connection(("192.0.2.1", 443), timeout=1)
+"""
+
+
+@pytest.fixture(scope="class")
+def _sdk_modules() -> None:
+    # Imported before pytester snapshots sys.modules, so the inner runs reuse them
+    # instead of importing openai and anthropic afresh each time (seconds each).
+    import anthropic
+    import openai
+
+    del anthropic, openai
+
+
+@pytest.mark.usefixtures("_sdk_modules")
+class TestSDKClients:
+    """openai and anthropic clients record through `redactkey_transport`, then replay offline."""
+
+    def test_record_then_replay_with_sockets_refused(
+        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A run records every SDK call; a second run replays them with the network refused."""
+        api_key = "sk-proj-" + "Qx7v" * 12
+        monkeypatch.setenv("OPENAI_API_KEY", api_key)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-" + "Zr4k" * 20)
+        pytester.makepyfile(fakeprovider=FAKEPROVIDER.read_text(encoding="utf-8"))
+        pytester.makeconftest(SDK_CONFTEST)
+        pytester.makepyfile(test_sdk=SDK_TESTS)
+        first = run(pytester, "--redactkey-mode=record")
+        first.assert_outcomes(passed=6)
+        first.stdout.fnmatch_lines(["replayed 0, recorded 5, missing 0, unused files 0"])
+        files = sorted((pytester.path / "fixtures" / "test_sdk").iterdir())
+        assert [f.name[:5] for f in files] == ["http."] * 5
+        for path in files:
+            text = path.read_text(encoding="utf-8")
+            assert api_key not in text
+            assert "sk-ant-api03-" not in text
+        monkeypatch.delenv("OPENAI_API_KEY")
+        monkeypatch.delenv("ANTHROPIC_API_KEY")
+        second = run(pytester, "--redactkey-fail-unused")
+        second.assert_outcomes(passed=6)
+        second.stdout.fnmatch_lines(["replayed 5, recorded 0, missing 0, unused files 0"])
+        assert second.ret == pytest.ExitCode.OK
+
+    def test_changed_request_names_the_nearest_recording(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        """A changed SDK request fails in replay with the nearest call and how to record."""
+        pytester.makepyfile(fakeprovider=FAKEPROVIDER.read_text(encoding="utf-8"))
+        pytester.makeconftest(SDK_CONFTEST)
+        pytester.makepyfile(test_sdk=SDK_TESTS)
+        run(pytester, "--redactkey-mode=record", "-k", "anthropic_message").assert_outcomes(
+            passed=1, deselected=5
+        )
+        pytester.makepyfile(test_sdk=SDK_TESTS.replace("max_tokens=100", "max_tokens=300"))
+        result = run(pytester, "-k", "anthropic_message")
+        result.assert_outcomes(failed=1, deselected=5)
+        result.stdout.fnmatch_lines([
+            "E *MissingFixtureError: POST https://api.anthropic.com/v1/messages: no recorded "
+            "'http' call with key *",
+            "E * nearest recorded 'http' call: *fixtures/test_sdk/http.*.json",
+            "E * /request/body/json/max_tokens: 100 -> 300",
+            "E *to record it: run with --redactkey-mode=record*",
+        ])
+        result.stdout.fnmatch_lines([
+            "a recorded call is missing; to record it: run with --redactkey-mode=record*",
+        ])
+
+    def test_tool_transport_follows_the_tool_mode(self, pytester: pytest.Pytester) -> None:
+        """With only the model mode recording, the tool transport still replays."""
+        pytester.makepyfile(
+            """
+            import httpx2
+            import pytest
+            from redactkey import MissingFixtureError
+
+            @pytest.fixture
+            def redactkey_inner_transport():
+                return httpx2.MockTransport(lambda request: httpx2.Response(200, json={"ok": 1}))
+
+            def test_both(redactkey_transport, redactkey_tool_transport):
+                with httpx2.Client(transport=redactkey_transport) as model_client:
+                    assert model_client.get("https://api.example.com/model").json() == {"ok": 1}
+                with httpx2.Client(transport=redactkey_tool_transport) as tool_client:
+                    with pytest.raises(MissingFixtureError):
+                        tool_client.get("https://api.example.com/tool")
+            """
+        )
+        result = run(pytester, "--redactkey-model-mode=record")
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["replayed 0, recorded 1, missing 1, unused files 0"])
+
+
+class TestDocs:
+    """docs/pytest.md stays runnable."""
+
+    def test_python_blocks_compile(self) -> None:
+        """Every Python block of the pytest page is valid Python."""
+        page = Path(__file__).resolve().parent.parent / "docs" / "pytest.md"
+        blocks = page.read_text(encoding="utf-8").split("```python\n")[1:]
+        assert len(blocks) >= 6
+        for block in blocks:
+            code = block.split("```", 1)[0]
+            compile(code, str(page), "exec")

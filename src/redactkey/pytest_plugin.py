@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ._replay import ModelFixtures
     from ._secrets import RunSecrets
     from ._store import FixtureStore
+    from ._transport import FixtureTransport
 
 __all__ = ["NetworkRefusedError", "RedactkeySettings", "TrackedStore"]
 
@@ -843,4 +844,58 @@ def model_fixtures(
         redactor=redactor,
         label=request.node.nodeid,
         how_to_record=HOW_TO_RECORD_MODEL,
+    )
+
+
+@pytest.fixture
+def redactkey_inner_transport() -> Any:
+    """The transport `redactkey_transport` sends live calls through (None: the client
+    library's own). Override it to reach a proxy or a local fake provider."""
+    return None
+
+
+def _transport(
+    store: TrackedStore, mode: Mode, redactor: Redactor, inner: Any
+) -> Iterator[FixtureTransport]:
+    from ._transport import FixtureTransport
+
+    transport = FixtureTransport(store, mode=mode, redactor=redactor, inner=inner)
+    # FixtureTransport takes no `how_to_record` yet; its ModelFixtures would tell a
+    # pytest user to "pass mode=...". Point at the option instead.
+    layer = getattr(transport, "_fixtures", None)
+    if layer is not None and hasattr(layer, "how_to_record"):
+        layer.how_to_record = HOW_TO_RECORD_MODEL
+    try:
+        yield transport
+    finally:
+        transport.close()
+
+
+@pytest.fixture
+def redactkey_transport(
+    fixture_store: TrackedStore,
+    redactor: Redactor,
+    redactkey_settings: RedactkeySettings,
+    redactkey_inner_transport: Any,
+) -> Iterator[FixtureTransport]:
+    """A `FixtureTransport` for model SDK clients (openai, anthropic), in the model mode.
+
+    One object serves httpx and httpx2, sync and async:
+    ``openai.OpenAI(http_client=httpx2.Client(transport=redactkey_transport))``.
+    """
+    yield from _transport(
+        fixture_store, redactkey_settings.model_mode, redactor, redactkey_inner_transport
+    )
+
+
+@pytest.fixture
+def redactkey_tool_transport(
+    fixture_store: TrackedStore,
+    redactor: Redactor,
+    redactkey_settings: RedactkeySettings,
+    redactkey_inner_transport: Any,
+) -> Iterator[FixtureTransport]:
+    """A `FixtureTransport` for the HTTP APIs your tools call, in the tool mode."""
+    yield from _transport(
+        fixture_store, redactkey_settings.mode, redactor, redactkey_inner_transport
     )
