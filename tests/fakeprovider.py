@@ -63,6 +63,7 @@ class FakeProvider:
     anthropic_organization: str = field(default_factory=lambda: secrets.token_hex(16))
     cookie: str = field(default_factory=lambda: "cfbm" + secrets.token_hex(16))
     seen: list[SeenRequest] = field(default_factory=list)
+    encoded: int = 0
     _bodies_seen: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -183,6 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
         accepted = self.headers.get("accept-encoding", "")
         if encoding and encoding in accepted:
             data = _compress(data, encoding)
+            with self.fake._lock:
+                self.fake.encoded += 1
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))

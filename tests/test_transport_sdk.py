@@ -29,7 +29,7 @@ import pytest
 
 from conftest import ROOT
 from fakeprovider import FakeProvider
-from redactkey import FixtureDir, FixtureTransport, MissingFixtureError
+from redactkey import FixtureDir, FixtureTransport, MissingFixtureError, UsageError
 from sdk_scenarios import FLAVOURS, redactor_for, run
 
 PLACEHOLDER = "[REDACTED]"
@@ -237,10 +237,11 @@ class TestEnvironmentFailures:
 
 
 class TestCompressedResponses:
-    """gzip and deflate bodies are stored decoded and replayed plain."""
+    """gzip, deflate and br bodies are stored decoded and replayed plain."""
 
-    @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
-    def test_stored_decoded(self, tmp_path: Path, encoding: str) -> None:
+    @pytest.mark.parametrize("library", [httpx, httpx2], ids=["httpx", "httpx2"])
+    @pytest.mark.parametrize("encoding", ["gzip", "deflate", "br"])
+    def test_stored_decoded(self, tmp_path: Path, encoding: str, library: Any) -> None:
         """The fixture holds the JSON answer, and replay gives the SDK the same answer."""
         token = "tooltok-" + secrets.token_hex(10)
         messages = [{"role": "user", "content": f"ECHO:{token}"}]
@@ -252,11 +253,12 @@ class TestCompressedResponses:
                 )
                 with openai.OpenAI(
                     api_key="sk-test-" + "x1" * 10, base_url=f"{fake.url}/v1",
-                    http_client=httpx.Client(transport=transport),
+                    http_client=library.Client(transport=transport),
                 ) as client:
                     answer = client.chat.completions.create(model="m", messages=messages)
                 answers.append(answer.choices[0].message.content)
             assert fake.attempts() == 1
+            assert fake.encoded == 1  # the live answer really was compressed
         (path,) = tmp_path.iterdir()
         document = json.loads(path.read_text(encoding="utf-8"))
         assert document["answer"]["json"]["object"] == "chat.completion"
@@ -277,3 +279,76 @@ class TestMissWithoutSDK:
         ) as caught:
             client.get("https://api.example.test/v1/models?api_key=" + "k" * 20)
         assert "k" * 20 not in str(caught.value)
+
+
+def _sse_handler(pieces: list[bytes]) -> Any:
+    def handler(request: Any) -> Any:
+        library = httpx2 if isinstance(request, httpx2.Request) else httpx
+        return library.Response(
+            200, headers={"content-type": "text/event-stream", "x-request-id": "req_9"},
+            content=iter(pieces),
+        )
+
+    return handler
+
+
+class TestTransportOptions:
+    """Inner transports, modes and misuse."""
+
+    @pytest.mark.parametrize("library", [httpx, httpx2], ids=["httpx", "httpx2"])
+    def test_events_cut_mid_line_record_and_replay(self, tmp_path: Path, library: Any) -> None:
+        """A live stream in 3-byte pieces is stored event by event and replayed whole."""
+        raw = b'event: a\ndata: {"text":"h\xc3\xa9llo"}\n\nevent: b\r\ndata: [DONE]\r\n\r\n'
+        pieces = [raw[i : i + 3] for i in range(0, len(raw), 3)]
+        body = {"stream": True, "model": "m"}
+        lines = []
+        for mode in ("record", "replay"):
+            inner = library.MockTransport(_sse_handler(pieces))
+            transport = FixtureTransport(FixtureDir(tmp_path), mode=mode, inner=inner)
+            with library.Client(transport=transport) as client, client.stream(
+                "POST", "https://api.example.test/v1/x", json=body
+            ) as response:
+                lines.append([line for line in response.iter_lines() if line])
+        (path,) = tmp_path.iterdir()
+        chunks = json.loads(path.read_text(encoding="utf-8"))["chunks"]
+        assert chunks[1:] == [{"event": "a", "json": {"text": "héllo"}},
+                              {"event": "b", "data": "[DONE]"}]
+        assert chunks[0] == {"status": 200, "headers": {"content-type": "text/event-stream"}}
+        assert lines[1] == ["event: a", 'data: {"text":"héllo"}', "event: b", "data: [DONE]"]
+
+    def test_stream_read_to_its_end_marker_is_recorded(self, tmp_path: Path) -> None:
+        """A consumer that stops at [DONE] and closes still leaves a complete recording."""
+        raw = b"data: 1\n\ndata: [DONE]\n\ndata: trailing\n\n"
+        inner = httpx2.MockTransport(_sse_handler([raw[:12], raw[12:]]))
+        transport = FixtureTransport(FixtureDir(tmp_path), mode="record", inner=inner)
+        with httpx2.Client(transport=transport) as client, client.stream(
+            "POST", "https://api.example.test/v1/x", json={"stream": True}
+        ) as response:
+            for line in response.iter_lines():
+                if line == "data: [DONE]":
+                    break
+        (path,) = tmp_path.iterdir()
+        assert len(json.loads(path.read_text(encoding="utf-8"))["chunks"]) == 4
+
+    def test_model_false_ignores_the_model_override(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """REDACTKEY_MODEL_MODE applies to the transport unless model=False."""
+        monkeypatch.setenv("REDACTKEY_MODE", "replay")
+        monkeypatch.setenv("REDACTKEY_MODEL_MODE", "record")
+        store = FixtureDir("unused")
+        assert FixtureTransport(store).mode == "record"
+        assert FixtureTransport(store, model=False).mode == "replay"
+
+    def test_inner_of_the_other_library_is_refused(self, tmp_path: Path) -> None:
+        """An httpx inner transport under an httpx2 client is a UsageError naming both."""
+        inner = httpx.MockTransport(_sse_handler([b""]))
+        transport = FixtureTransport(FixtureDir(tmp_path), mode="record", inner=inner)
+        with httpx2.Client(transport=transport) as client, pytest.raises(
+            UsageError, match="from httpx, but the request is from httpx2"
+        ):
+            client.get("https://api.example.test/")
+
+    def test_not_an_httpx_request_is_refused(self, tmp_path: Path) -> None:
+        """Anything but an httpx or httpx2 request is a UsageError."""
+        transport = FixtureTransport(FixtureDir(tmp_path), mode="record")
+        with pytest.raises(UsageError, match="serves httpx and httpx2 clients"):
+            transport.handle_request(object())  # type: ignore[call-overload]

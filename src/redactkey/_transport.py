@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import httpx
     import httpx2
 
+    from ._keys import KeySpec
     from ._redact import Redactor
     from ._replay import Mode
     from ._store import FixtureStore
@@ -481,8 +482,11 @@ class FixtureTransport(_TransportBase):
     `httpx.Client`, `AsyncClient`) hands every request to `ModelFixtures` as a call
     of kind ``"http"``: replayed from the store, or sent through `inner` (by default
     the request library's own HTTP transport) and recorded, depending on `mode`
-    (`None` reads ``REDACTKEY_MODE``). Responses to credential, quota and server
-    failures (401, 403, 429, 5xx…) and transport errors pass through unrecorded.
+    (`None` reads ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless
+    ``model=False``, for APIs that are not models). Responses to credential, quota and
+    server failures (401, 403, 429, 5xx…) and transport errors pass through unrecorded.
+    `spec` changes what counts toward the key (default: the "http" `KeySpec`);
+    `response_headers` is the allowlist of response headers a fixture keeps.
     """
 
     def __init__(
@@ -492,11 +496,15 @@ class FixtureTransport(_TransportBase):
         mode: Mode | None = None,
         redactor: Redactor | None = None,
         inner: Any = None,
+        spec: KeySpec | None = None,
+        model: bool = True,
         response_headers: Iterable[str] = RESPONSE_HEADERS,
     ) -> None:
         self._store = store
-        self._redactor = redactor
-        self._fixtures = ModelFixtures(store, mode=mode, redactor=redactor)
+        self._fixtures = ModelFixtures(store, mode=mode, redactor=redactor, spec=spec, model=model)
+        # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
+        self._redactor: Redactor = self._fixtures.redactor  # type: ignore[assignment]
+        self._spec = spec
         self._inner = inner
         self._keep = frozenset(name.lower() for name in response_headers)
         self._owned: dict[tuple[str, bool], Any] = {}
@@ -557,7 +565,7 @@ class FixtureTransport(_TransportBase):
 
     def _document(self, live: _Live) -> dict[str, JSON]:
         document = response_document(live.status, live.headers, live.body, self._keep)
-        if "events" in document and self._redactor is not None:
+        if "events" in document:
             # A secret split across events is found only when the events are seen together.
             document["events"] = self._redactor.redact_stream(document["events"])
         return document
@@ -573,7 +581,7 @@ class FixtureTransport(_TransportBase):
         ):
             from ._keys import request_key
 
-            key = request_key(KIND, document, redactor=self._redactor)
+            key = request_key(KIND, document, spec=self._spec, redactor=self._redactor)
             raise FixtureFormatError(
                 str(self._store.path_for(KIND, key)),
                 "the recorded HTTP response needs an integer 'status' and string 'headers'",
