@@ -29,7 +29,13 @@ import pytest
 
 from conftest import ROOT
 from fakeprovider import FakeProvider
-from redactkey import FixtureDir, FixtureTransport, MissingFixtureError, UsageError
+from redactkey import (
+    FixtureDir,
+    FixtureFormatError,
+    FixtureTransport,
+    MissingFixtureError,
+    UsageError,
+)
 from sdk_scenarios import FLAVOURS, redactor_for, run
 
 PLACEHOLDER = "[REDACTED]"
@@ -352,3 +358,29 @@ class TestTransportOptions:
         transport = FixtureTransport(FixtureDir(tmp_path), mode="record")
         with pytest.raises(UsageError, match="serves httpx and httpx2 clients"):
             transport.handle_request(object())  # type: ignore[call-overload]
+
+    def test_how_to_record_is_the_callers(self, tmp_path: Path) -> None:
+        """`how_to_record` replaces the advice at the end of a miss."""
+        transport = FixtureTransport(
+            FixtureDir(tmp_path), mode="replay", how_to_record="run with --redactkey-mode=record"
+        )
+        with httpx2.Client(transport=transport) as client, pytest.raises(
+            MissingFixtureError, match="to record it: run with --redactkey-mode=record"
+        ):
+            client.get("https://api.example.test/")
+
+    def test_a_response_without_status_is_a_format_error(self, tmp_path: Path) -> None:
+        """A hand-edited answer without a status is FixtureFormatError naming the file."""
+        inner = httpx2.MockTransport(lambda request: httpx2.Response(200, json={"a": 1}))
+        with httpx2.Client(
+            transport=FixtureTransport(FixtureDir(tmp_path), mode="record", inner=inner)
+        ) as client:
+            client.get("https://api.example.test/")
+        (path,) = tmp_path.iterdir()
+        document = json.loads(path.read_text(encoding="utf-8"))
+        del document["answer"]["status"]
+        path.write_text(json.dumps(document), encoding="utf-8")
+        with httpx2.Client(
+            transport=FixtureTransport(FixtureDir(tmp_path), mode="replay")
+        ) as client, pytest.raises(FixtureFormatError, match=path.name):
+            client.get("https://api.example.test/")

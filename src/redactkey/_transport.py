@@ -486,7 +486,8 @@ class FixtureTransport(_TransportBase):
     ``model=False``, for APIs that are not models). Responses to credential, quota and
     server failures (401, 403, 429, 5xx…) and transport errors pass through unrecorded.
     `spec` changes what counts toward the key (default: the "http" `KeySpec`);
-    `response_headers` is the allowlist of response headers a fixture keeps.
+    `response_headers` is the allowlist of response headers a fixture keeps;
+    `how_to_record` replaces the advice a replay miss ends with.
     """
 
     def __init__(
@@ -499,9 +500,13 @@ class FixtureTransport(_TransportBase):
         spec: KeySpec | None = None,
         model: bool = True,
         response_headers: Iterable[str] = RESPONSE_HEADERS,
+        how_to_record: str | None = None,
     ) -> None:
         self._store = store
-        self._fixtures = ModelFixtures(store, mode=mode, redactor=redactor, spec=spec, model=model)
+        self._fixtures = ModelFixtures(
+            store, mode=mode, redactor=redactor, spec=spec, model=model,
+            how_to_record=how_to_record,
+        )
         # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
         self._redactor: Redactor = self._fixtures.redactor  # type: ignore[assignment]
         self._spec = spec
