@@ -560,6 +560,42 @@ class TestSessionSummary:
         assert len(flagged) == 1
         assert "@model.chat.d4735e3a" in flagged[0]
 
+    def test_report_reads_back_as_a_run_report(self, pytester: pytest.Pytester) -> None:
+        """`RunReport.load` reads the plugin's report: one format for both writers."""
+        from redactkey import RunReport
+
+        _project(pytester, {"test_one": [1, 2], "test_two": [3]})
+        run(pytester, "--redactkey-mode=record", "-k", "one")
+        run(pytester)  # test_two misses
+        report = RunReport.load(pytester.path / ".redactkey-report.json")
+        hits = [(e.test, e.outcome) for e in report.hits]
+        assert hits == [("test_calls.py::test_one", "replayed")] * 2
+        assert [(e.test, e.kind) for e in report.missed] == [("test_calls.py::test_two", "chat")]
+
+    def test_header_names_the_modes(self, pytester: pytest.Pytester) -> None:
+        """The report header says which modes the session runs in."""
+        pytester.makepyfile("def test_plain():\n    pass\n")
+        run(pytester).stdout.fnmatch_lines(
+            ["redactkey: mode replay (default), model calls replay"]
+        )
+        run(pytester, "--redactkey-mode=auto", "--redactkey-model-mode=live").stdout.fnmatch_lines(
+            ["redactkey: mode auto, model calls live"]
+        )
+
+    def test_collect_only_prints_no_summary(self, pytester: pytest.Pytester) -> None:
+        """Collecting redactkey tests without running them writes nothing."""
+        _project(pytester, {"test_one": [1]})
+        result = run(pytester, "--collect-only")
+        assert "= redactkey =" not in result.stdout.str()
+        assert not (pytester.path / ".redactkey-report.json").exists()
+
+    def test_plugin_can_be_disabled(self, pytester: pytest.Pytester) -> None:
+        """`-p no:redactkey` removes the plugin: its options are unknown."""
+        pytester.makepyfile("def test_plain():\n    pass\n")
+        result = run(pytester, "-p", "no:redactkey", "--redactkey-mode=record")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*unrecognized arguments: --redactkey-mode=record*"])
+
     def test_no_report_without_redactkey_tests(self, pytester: pytest.Pytester) -> None:
         """A session that never uses redactkey prints no summary and writes no report."""
         pytester.makepyfile("def test_plain():\n    pass\n")

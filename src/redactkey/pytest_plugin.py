@@ -576,7 +576,10 @@ class _SessionState:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # On an xdist controller the reports come from workers, which count for themselves.
-        if report.when == "call" and report.nodeid in self.dir_of:
+        if report.nodeid not in self.dir_of:
+            return
+        self.part["used"] = True
+        if report.when == "call":
             self.part["dirs"][self.dir_of[report.nodeid]]["ran"].append(report.nodeid)
 
     def add_events(self, store: TrackedStore) -> None:
@@ -658,8 +661,10 @@ class _SessionState:
             self.config.workeroutput["redactkey"] = self.part  # type: ignore[attr-defined]
             return
         merged = _merge_parts([self.part, *self.worker_parts])
-        if not (merged["used"] or merged["dirs"] or merged["blocked"]):
-            return  # a session that never touched redactkey gets no summary and no report
+        if not (merged["used"] or merged["blocked"]):
+            # A session that ran no redactkey test (none collected, --collect-only)
+            # gets no summary and no report.
+            return
         summary = self.summary = _summarise(merged, self.config.rootpath)
         if self.conf.report_path is not None:
             mode = self.conf.mode or DEFAULT_MODE
@@ -673,12 +678,22 @@ class _SessionState:
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _modes_line(self) -> str:
+        mode = self.conf.mode or DEFAULT_MODE
+        model_mode = self.conf.model_mode or mode
+        source = "" if self.conf.mode else " (default)"
+        return f"mode {mode}{source}, model calls {model_mode}"
+
+    def pytest_report_header(self) -> str:
+        return f"redactkey: {self._modes_line()}"
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         summary = self.summary
         if summary is None:
             return
         tr = terminalreporter
         tr.section("redactkey")
+        tr.line(self._modes_line())
         tr.line(
             f"replayed {len(summary.replayed)}, recorded {len(summary.recorded)}, "
             f"missing {len(summary.missing)}, unused files {len(summary.unused)}"
