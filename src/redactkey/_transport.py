@@ -47,8 +47,10 @@ __all__ = [
     "body_bytes",
     "body_document",
     "event_bytes",
+    "head_document",
     "is_environment_failure",
     "is_event_stream",
+    "iter_events",
     "request_document",
     "response_document",
 ]
