@@ -24,17 +24,27 @@ from ._errors import (
 from ._format import Fixture
 from ._keys import DropKeys, KeySpec, ReplaceVolatile, find_volatile, key_material, request_key
 from ._redact import Finding, Redactor
-from ._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
-from ._report import RunReport
 from ._secrets import RunSecrets, collect_run_secrets
 from ._store import CassetteStore, FixtureDir, FixtureStore
 
 if TYPE_CHECKING:
+    from ._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
+    from ._report import RunReport
     from ._transport import FixtureTransport
     from ._vcr import VcrHooks, use_redactkey
 
-# These import httpx and httpx2; loaded on first use so `import redactkey` stays light.
-_LAZY = {"FixtureTransport": "._transport", "VcrHooks": "._vcr", "use_redactkey": "._vcr"}
+# Loaded on first use so `import redactkey` (and every `redact` command) stays light:
+# the transport and vcr layers import httpx and httpx2, the replay layer jsonschema.
+_LAZY = {
+    "ClientAdapter": "._replay",
+    "FixtureTransport": "._transport",
+    "ModelFixtures": "._replay",
+    "RunReport": "._report",
+    "ToolFixtures": "._replay",
+    "VcrHooks": "._vcr",
+    "resolve_mode": "._replay",
+    "use_redactkey": "._vcr",
+}
 
 __all__ = [
     "CanonicalizationError",
