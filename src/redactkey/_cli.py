@@ -85,24 +85,6 @@ def canon() -> None:
     sys.stdout.buffer.flush()
 
 
-@cli.command()
-@click.option("--kind", "-k", required=True,
-              help='The call kind: "http" for an HTTP request document, else a model kind '
-                   '("chat", "text", "structured", ...).')
-@click.option("--material", is_flag=True,
-              help="Print the canonical key material instead of the key.")
-def key(kind: str, material: bool) -> None:
-    """Print the key of the request on stdin (64 hex characters)."""
-    request = _read_json_stdin()
-    try:
-        document = key_material(kind, request)
-        out = canonicalize(document) if material else key_from_material(document).encode()
-    except RedactkeyError as exc:
-        raise InputFailure(str(exc)) from None
-    sys.stdout.buffer.write(out + b"\n")
-    sys.stdout.buffer.flush()
-
-
 # --- check / audit / scrub ----------------------------------------------------------
 
 _FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]),
@@ -155,6 +137,35 @@ def _emit(report: Report, fmt: str, output: Path | None, color: bool | None,
         if fmt != "text":
             render(report, "text", sys.stderr, color=color, verbose=verbose)
     return report.exit_code
+
+
+@cli.command()
+@click.option("--kind", "-k", required=True,
+              help='The call kind: "http" for an HTTP request document, else a model kind '
+                   '("chat", "text", "structured", ...).')
+@click.option("--material", is_flag=True,
+              help="Print the canonical key material instead of the key.")
+@click.option("--redact/--no-redact", "redact", default=True, show_default=True,
+              help="Redact the request first (environment secrets, sensitive keys, "
+                   "detectors), as recording does.")
+@_SECRET_ENV
+@_CONFIG
+def key(kind: str, material: bool, redact: bool, secret_env: tuple[str, ...],
+        config_path: Path | None) -> None:
+    """Print the key of the request on stdin (64 hex characters)."""
+    request = _read_json_stdin()
+    try:
+        config = load_config(explicit=config_path)
+        redactor = build_redactor(
+            config, secret_env=secret_env,
+            warn=lambda text: click.echo(f"redact: {text}", err=True),
+        ) if redact else None
+        document = key_material(kind, request, spec=config.key_spec(kind), redactor=redactor)
+        out = canonicalize(document) if material else key_from_material(document).encode()
+    except RedactkeyError as exc:
+        raise InputFailure(str(exc)) from None
+    sys.stdout.buffer.write(out + b"\n")
+    sys.stdout.buffer.flush()
 
 
 @cli.command()
