@@ -208,3 +208,32 @@ class TestAuditRealworld:
         assert secret_rules <= {"sensitive-key"}
         posthog = [f for f in findings if f["category"] == "secret"]
         assert [Path(f["path"]).name for f in posthog] == ["test_csv_search_tool.yaml"]
+
+
+class TestAuditCassetteStore:
+    """Our single-file cassette store: keys and formatting of every entry."""
+
+    def test_store_entries(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A clean store passes; an edited entry is a key mismatch; a reformat is reported."""
+        from redactkey._store import CassetteStore
+
+        store = CassetteStore(workdir / "calls.json")
+        for city in ("Paris", "Lyon"):
+            material = key_material("tool:weather", {"city": city}, spec=KeySpec.whole())
+            store.put(Fixture(key=key_from_material(material), kind="tool:weather",
+                              request=material, answer={"city": city}))
+        code, data = audit_json(capsys, "calls.json")
+        assert (code, data["findings"]) == (0, [])
+        path = workdir / "calls.json"
+        from redactkey._format import dump_document
+
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["entries"][0]["request"]["request"]["city"] = "Nice"
+        path.write_bytes(dump_document(doc))
+        code, data = audit_json(capsys, "calls.json")
+        assert code == 1
+        assert [f["rule"] for f in data["findings"]] == ["key-mismatch"]  # type: ignore[union-attr,index]
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        path.write_text(json.dumps(doc, indent=4), encoding="utf-8")
+        code, data = audit_json(capsys, "calls.json")
+        assert "not-canonical" in {f["rule"] for f in data["findings"]}  # type: ignore[union-attr,index]

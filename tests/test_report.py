@@ -151,3 +151,26 @@ class TestRender:
         """The vendored schema is the OASIS SARIF 2.1.0 schema."""
         assert SARIF_SCHEMA["id"].startswith("https://docs.oasis-open.org/sarif/sarif/v2.1.0/")
         assert Path(ROOT / "tests" / "data" / "README.md").is_file()
+
+
+class TestProgressBar:
+    """The progress bar wraps large trees on a terminal only."""
+
+    def test_plain_without_terminal(self) -> None:
+        """Without a terminal the targets pass through untouched."""
+        from redactkey._check import Target, progress_bar
+
+        targets = [Target(Path(f"f{i}"), f"f{i}") for i in range(300)]
+        with progress_bar(color=False) as advance:
+            assert advance(targets) is targets
+
+    def test_tracked_on_terminal(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Forced on, every target is still yielded in order."""
+        from redactkey._check import Target, progress_bar
+
+        targets = [Target(Path(f"f{i}"), f"f{i}") for i in range(5)]
+        with progress_bar(color=True, threshold=2) as advance:
+            wrapped = advance(targets)
+            assert wrapped is not targets
+            assert list(wrapped) == targets
+        capsys.readouterr()

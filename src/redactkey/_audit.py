@@ -34,7 +34,13 @@ from ._check import (
     looks_redacted,
 )
 from ._errors import FixtureFormatError
-from ._format import FORMAT_VERSION, dump_document, fixture_json_schema, parse_fixture
+from ._format import (
+    FORMAT_VERSION,
+    dump_document,
+    fixture_json_schema,
+    parse_cassette,
+    parse_fixture,
+)
 from ._keys import find_volatile, key_from_material
 from ._secrets import mask
 from ._store import kind_for_file_name
@@ -92,7 +98,9 @@ class Auditor:
                 issues.append(Issue(target.display, 1, "unparsable-file",
                                     detail=_parse_problem(target)))
             return issues
-        if cassette.format == "fixture" or named is not None:
+        if cassette.format == "store":
+            issues.extend(self._store(target, cassette))
+        elif cassette.format == "fixture" or named is not None:
             issues.extend(self._fixture(target, cassette, named))
         elif cassette.format in _HTTP_FORMATS:
             reported = {issue.pointer for issue in found}
@@ -142,16 +150,57 @@ class Auditor:
                                 pointer=pointer, detail=found.reason))
         return issues
 
+    def _store(self, target: Target, cassette: Cassette) -> list[Issue]:
+        """Our single-file cassette store: version, schema, keys, order and formatting."""
+        display = target.display
+        raw = target.path.read_bytes()
+        try:
+            store = parse_cassette(display, raw)
+        except FixtureFormatError as exc:
+            rule = "unknown-version" if exc.pointer == "/version" else "schema-invalid"
+            return [Issue(display, cassette.line_for(exc.pointer), rule, pointer=exc.pointer,
+                          detail=exc.problem)]
+        issues: list[Issue] = []
+        if raw != store.dumps():
+            issues.append(Issue(display, 1, "not-canonical",
+                                detail="entries sorted by key, canonical JSON"))
+        for index, entry in enumerate(store.entries):
+            base = f"/entries/{index}"
+            self.keys.setdefault((entry.kind, entry.key), []).append(f"{display}{base}")
+            material = entry.request
+            try:
+                recomputed = key_from_material(material) if isinstance(material, dict) \
+                    else "(key material is not an object)"
+            except Exception as exc:  # material JSON cannot canonicalise is the finding
+                recomputed = f"(cannot be canonicalised: {exc})"
+            if recomputed != entry.key:
+                issues.append(Issue(display, cassette.line_for(base + "/key"), "key-mismatch",
+                                    pointer=base + "/key",
+                                    detail=f"stored key {entry.key[:12]}… != recomputed "
+                                           f"{recomputed[:12]}…"))
+            body = material.get("request") if isinstance(material, dict) and \
+                "request" in material else material
+            root = base + ("/request/request" if body is not material else "/request")
+            for found in find_volatile(body):
+                pointer = root + found.pointer
+                issues.append(Issue(display, cassette.line_for(pointer),
+                                    "volatile-key-material", pointer=pointer,
+                                    detail=found.reason))
+        return issues
+
     # -- the whole tree -------------------------------------------------------------
 
     def finish(self) -> list[Issue]:
         """Directory-wide issues: duplicate keys and unused fixtures."""
         issues: list[Issue] = []
-        for (kind, key), files in sorted(self.keys.items()):
-            if len(files) > 1:
-                for other in sorted(files)[1:]:
-                    issues.append(Issue(other, 1, "duplicate-key", pointer="/key",
-                                        detail=f"{kind} {key[:12]}… also in {sorted(files)[0]}"))
+        for (kind, key), places in sorted(self.keys.items()):
+            if len(places) > 1:
+                first = sorted(places)[0]
+                for other in sorted(places)[1:]:
+                    path, _, pointer = other.partition("/entries/")
+                    pointer = f"/entries/{pointer}/key" if pointer else "/key"
+                    issues.append(Issue(path, 1, "duplicate-key", pointer=pointer,
+                                        detail=f"{kind} {key[:12]}… also in {first}"))
         for target in self.fixture_files:
             if target.path.resolve() in self.unused:
                 issues.append(Issue(target.display, 1, "unused-fixture"))
