@@ -134,6 +134,73 @@ class TestNoLeakProperty:
         assert redactor.redact(out) == out
 
 
+_ADVERSARIAL_TOKENS = [*list(_leakmatrix.tokens().values())[:6], "hunter2-password"]
+_PIECES = st.sampled_from(
+    [
+        *_ADVERSARIAL_TOKENS,
+        "Bearer ",
+        "Basic ",
+        "api_key=",
+        "?token=",
+        "&",
+        '"authorization": "',
+        "data: ",
+        "\n",
+        "{",
+        "}",
+        "[REDACTED]",
+        "%3D",
+        "\\n",
+        "-----BEGIN PRIVATE KEY-----",
+        "-----END PRIVATE KEY-----",
+        "://u:",
+        "@h",
+    ]
+)
+_ADVERSARIAL_TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=12)), max_size=8).map("".join)
+_ADVERSARIAL = st.recursive(
+    st.none() | st.integers() | _ADVERSARIAL_TEXT,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.one_of(_ADVERSARIAL_TEXT, st.sampled_from(["authorization", "api_key", "db_token"])),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=10,
+)
+
+
+def _adversarial_redactors() -> list[Redactor]:
+    secrets = _collected()
+    secrets.add("PASSWORD", "hunter2-password")
+    return [Redactor(secrets), Redactor(secrets, labelled=True)]
+
+
+class TestIdempotenceProperty:
+    """Redacting twice changes nothing, even on glued keys, placeholders and escapes."""
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(doc=_ADVERSARIAL)
+    def test_redact_is_idempotent(self, doc: Any) -> None:
+        """redact(redact(x)) == redact(x) for plain and labelled placeholders; no key is left."""
+        for redactor in _adversarial_redactors():
+            once = redactor.redact(doc)
+            assert redactor.redact(once) == once
+            texts = _leakmatrix._strings(once)
+            assert not [t for t in texts for token in _ADVERSARIAL_TOKENS if token in t]
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(chunks=st.lists(_ADVERSARIAL_TEXT, min_size=1, max_size=5))
+    def test_redact_stream_is_idempotent(self, chunks: list[str]) -> None:
+        """The same for text chunks and for the same field of chunk objects."""
+        for redactor in _adversarial_redactors():
+            for stream in (chunks, [{"delta": c} for c in chunks]):
+                once = redactor.redact_stream(stream)
+                assert redactor.redact_stream(once) == once
+
+
 class TestBenignCorpus:
     """Realistic traffic with ids, digests, images and usage comes through byte-identical."""
 

@@ -46,6 +46,17 @@ class TestKnownValues:
         redacted = Redactor(secrets, detectors=False).redact("[abcdefgh1234-more-stuff]")
         assert redacted == "[[REDACTED]]"
 
+    def test_redacting_one_key_frees_its_glued_neighbour(self, redactor: Redactor) -> None:
+        """A detector key glued to a known value is found once the value is taken out."""
+        secrets = _secrets(DB_PASSWORD="hunter2-password")
+        glued = "hunter2-password" + GH
+        assert Redactor(secrets).redact(glued) == "[REDACTED][REDACTED]"
+        assert redactor.redact(TOKEN + GH) == "[REDACTED]"  # one key shape swallows both
+
+    def test_keys_under_a_sensitive_field_are_scanned(self, redactor: Redactor) -> None:
+        """Inside a credential-named object, keys are scanned and values go whole."""
+        assert redactor.redact({"cookie": {TOKEN: "v"}}) == {"cookie": {"[REDACTED]": "[REDACTED]"}}
+
     def test_keys_of_mappings_are_redacted(self, redactor: Redactor) -> None:
         """A secret used as a dict key is replaced too."""
         assert redactor.redact({TOKEN: 1, "b": TOKEN}) == {"[REDACTED]": 1, "b": "[REDACTED]"}

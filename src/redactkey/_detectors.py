@@ -304,6 +304,11 @@ _GLUE_BEFORE = re.compile(_B)
 _GLUE_AFTER = re.compile(_E)
 
 
+def _first(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    match = pattern.match(text)
+    return [] if match is None else [match]
+
+
 def _glued(text: str, start: int, end: int) -> bool:
     """Whether text[start:end] continues a longer token on either side."""
     return _GLUE_BEFORE.match(text, start) is None or _GLUE_AFTER.match(text, end) is None
@@ -351,12 +356,16 @@ class Detectors:
             return [], False
         hinted = _HINT in fired
         fired.discard(_HINT)
-        if not fired or (len(text) >= 256 and _BLOB.fullmatch(text)):
+        if not fired:
             return [], hinted
+        # One long base64 run (an image, `encrypted_content`): a key can only be the whole
+        # of it or start it; anything found inside is chance. Try the start only.
+        blob = len(text) >= 256 and _BLOB.fullmatch(text) is not None
         out: list[Span] = []
         for index in sorted(fired):
             rule = self.rules[index]
-            for match in rule.pattern.finditer(text):
+            matches = rule.pattern.finditer(text) if not blob else _first(rule.pattern, text)
+            for match in matches:
                 group = rule.group if rule.group <= (rule.pattern.groups or 0) else 0
                 start, end = match.span(group)
                 if start < 0 or end <= start:

@@ -146,6 +146,8 @@ _QUERY_KV = re.compile(
 _B64_TEXT = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2}")
 _SSE_LINE = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)(?=\r?$)")
 _MAX_DEPTH = 8
+_MAX_PASSES = 8
+_ALNUM = re.compile(r"[A-Za-z0-9]")
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
@@ -210,6 +212,7 @@ class Redactor:
                 sorted({ours, re.escape(DEFAULT_PLACEHOLDER), r"\[REDACTED:[A-Za-z0-9_.:\-]*\]"})
             )
         )
+        self._placeholders_re = re.compile(f"(?:{self._placeholder_re.pattern})+")
         self._detectors = Detectors(
             DEFAULT_RULES if detectors else (),
             hints=_hint_words(self._sensitive)
@@ -240,6 +243,15 @@ class Redactor:
     def is_placeholder(self, text: str) -> bool:
         """Whether `text` is one of our placeholders (labelled or not)."""
         return self._placeholder_re.fullmatch(text) is not None
+
+    def _redacted(self, text: str) -> bool:
+        """Whether `text` holds nothing but placeholders, spaces and punctuation (a field
+        redacted in pieces): taking it out again would only relabel it."""
+        if self._placeholders_re.fullmatch(text) is not None:
+            return True
+        if not self._placeholder_re.search(text):
+            return False
+        return _ALNUM.search(self._placeholder_re.sub("", text)) is None
 
     def redact(self, value: Any) -> Any:
         """A redacted copy of `value`: JSON-like data (keys and values), `str` or `bytes`."""
@@ -281,7 +293,18 @@ class Redactor:
         `choices[0].delta.content`, is read as one text) or SSE texts/bytes (consecutive
         `data:` events are read the same way).
         """
-        chunks = list(chunks)
+        previous = list(chunks)
+        out = self._stream_once(previous)
+        # Taking one span out can join text that now reads as another (a newline inside a
+        # key-value pair, say); repeat until stable so redact_stream is idempotent. A clean
+        # stream comes back equal after the first pass and costs no second one.
+        for _ in range(_MAX_PASSES):
+            if out == previous:
+                break
+            previous, out = out, self._stream_once(out)
+        return out
+
+    def _stream_once(self, chunks: list[Any]) -> list[Any]:
         textual = all(isinstance(c, (str, bytes)) for c in chunks)
         if chunks and textual and any(_looks_sse(_as_text(c)) for c in chunks):
             # Split secrets first, on the original text: redacting chunk by chunk could
@@ -404,7 +427,7 @@ class Redactor:
                 klass == 2
                 and self._detect
                 and type(item) is str
-                and not self.is_placeholder(item)
+                and not self._redacted(item)
                 and looks_high_entropy(item)
             ):
                 self._note(found, child, 0, len(item), "high-entropy", None, item)
@@ -422,7 +445,7 @@ class Redactor:
     def _whole(self, value: Any, pointer: str, found: list[Finding] | None, key: str) -> Any:
         """The value of a credential-named field: every non-empty leaf becomes a placeholder."""
         if isinstance(value, str):
-            if not value or self.is_placeholder(value):
+            if not value or self._redacted(value):
                 return value
             self._note(found, pointer, 0, len(value), "sensitive-key", None, value)
             return self._placeholder_for(_norm(key))
@@ -432,10 +455,13 @@ class Redactor:
             self._note(found, pointer, 0, len(value), "sensitive-key", None, "")
             return self._placeholder_for(_norm(key)).encode()
         if isinstance(value, Mapping):
-            return {
-                k: self._whole(v, pointer_join(pointer, str(k)), found, key)
-                for k, v in value.items()
-            }
+            # Values go whole; the keys (cookie names, say) are ordinary text to scan.
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                child = pointer_join(pointer, str(k))
+                new_key = self._str(k, child, found, 0) if type(k) is str else k
+                out[new_key] = self._whole(v, child, found, key)
+            return out
         if isinstance(value, (list, tuple)):
             items = [
                 self._whole(v, pointer_join(pointer, i), found, key) for i, v in enumerate(value)
@@ -478,8 +504,13 @@ class Redactor:
                 text = opened
         if depth < _MAX_DEPTH and _looks_sse(text):
             text = self._sse_pass([text])[0]
-        spans = self._scan(text, query=query)
-        if spans:
+        # A redaction can free its neighbour: a key glued to another one only stands alone
+        # once the first became a placeholder. Rescan until nothing changes (a fixpoint,
+        # so redact() is idempotent); placeholders are never redacted again.
+        for _ in range(_MAX_PASSES):
+            spans = self._scan(text, query=query)
+            if not spans:
+                break
             text = self._apply(text, spans, pointer, found)
         return text
 
@@ -551,7 +582,12 @@ class Redactor:
         if "[REDACTED" in text or self._labelled or self.placeholder != DEFAULT_PLACEHOLDER:
             marks = [m.span() for m in self._placeholder_re.finditer(text)]
             if marks:
-                spans = [s for s in spans if not any(a <= s.start and s.end <= b for a, b in marks)]
+                spans = [
+                    s
+                    for s in spans
+                    if not any(a <= s.start and s.end <= b for a, b in marks)
+                    and not self._redacted(text[s.start : s.end])
+                ]
         return spans
 
     def _keyed_spans(self, text: str, *, query: bool) -> list[Span]:
@@ -568,9 +604,7 @@ class Redactor:
             names = self._sensitive_query if (in_query or query) else self._sensitive
             if key in names:
                 out.append(self._val_span(match, "sensitive-key"))
-        return [
-            s for s in out if s.end > s.start and not self.is_placeholder(text[s.start : s.end])
-        ]
+        return [s for s in out if s.end > s.start and not self._redacted(text[s.start : s.end])]
 
     @staticmethod
     def _val_span(match: re.Match[str], rule: str) -> Span:
