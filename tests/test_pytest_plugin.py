@@ -683,6 +683,7 @@ SDK_CONFTEST = """
 import os
 
 import anthropic
+import httpx
 import httpx2
 import openai
 import pytest
@@ -691,30 +692,34 @@ from fakeprovider import FakeProvider
 
 
 class ToFake:
-    # An httpx2 transport (sync and async) that sends every request to the fake.
+    # A transport for httpx and httpx2 (sync and async) that sends every request to the fake.
 
     def __init__(self, url):
-        self.url = httpx2.URL(url)
-        self.real = httpx2.HTTPTransport()
-        self.areal = httpx2.AsyncHTTPTransport()
+        self.url = url
+        self.sync = {httpx: httpx.HTTPTransport(), httpx2: httpx2.HTTPTransport()}
+        self.asyncs = {httpx: httpx.AsyncHTTPTransport(), httpx2: httpx2.AsyncHTTPTransport()}
 
     def _moved(self, request):
-        request.url = request.url.copy_with(
-            scheme=self.url.scheme, host=self.url.host, port=self.url.port
-        )
-        return request
+        library = httpx2 if isinstance(request, httpx2.Request) else httpx
+        url = library.URL(self.url)
+        request.url = request.url.copy_with(scheme=url.scheme, host=url.host, port=url.port)
+        return library, request
 
     def handle_request(self, request):
-        return self.real.handle_request(self._moved(request))
+        library, request = self._moved(request)
+        return self.sync[library].handle_request(request)
 
     async def handle_async_request(self, request):
-        return await self.areal.handle_async_request(self._moved(request))
+        library, request = self._moved(request)
+        return await self.asyncs[library].handle_async_request(request)
 
     def close(self):
-        self.real.close()
+        for transport in self.sync.values():
+            transport.close()
 
     async def aclose(self):
-        await self.areal.aclose()
+        for transport in self.asyncs.values():
+            await transport.aclose()
 
 
 @pytest.fixture(scope="session")
@@ -748,6 +753,7 @@ SDK_TESTS = """
 import asyncio
 import socket
 
+import httpx
 import httpx2
 import openai
 import pytest
@@ -784,6 +790,16 @@ def test_openai_async(redactkey_transport):
             )
             return completion.choices[0].message.content
     assert asyncio.run(main()) == HELLO
+
+
+def test_openai_with_legacy_httpx(redactkey_transport):
+    with httpx.Client(transport=redactkey_transport) as http_client:
+        client = openai.OpenAI(api_key="sk-replay-placeholder", http_client=http_client,
+                               max_retries=0)
+        completion = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Legacy hello."}],
+        )
+    assert completion.choices[0].message.content == HELLO
 
 
 def test_anthropic_message(claude):
@@ -835,10 +851,10 @@ class TestSDKClients:
         pytester.makeconftest(SDK_CONFTEST)
         pytester.makepyfile(test_sdk=SDK_TESTS)
         first = run(pytester, "--redactkey-mode=record")
-        first.assert_outcomes(passed=6)
-        first.stdout.fnmatch_lines(["replayed 0, recorded 5, missing 0, unused files 0"])
+        first.assert_outcomes(passed=7)
+        first.stdout.fnmatch_lines(["replayed 0, recorded 6, missing 0, unused files 0"])
         files = sorted((pytester.path / "fixtures" / "test_sdk").iterdir())
-        assert [f.name[:5] for f in files] == ["http."] * 5
+        assert [f.name[:5] for f in files] == ["http."] * 6
         for path in files:
             text = path.read_text(encoding="utf-8")
             assert api_key not in text
@@ -846,8 +862,8 @@ class TestSDKClients:
         monkeypatch.delenv("OPENAI_API_KEY")
         monkeypatch.delenv("ANTHROPIC_API_KEY")
         second = run(pytester, "--redactkey-fail-unused")
-        second.assert_outcomes(passed=6)
-        second.stdout.fnmatch_lines(["replayed 5, recorded 0, missing 0, unused files 0"])
+        second.assert_outcomes(passed=7)
+        second.stdout.fnmatch_lines(["replayed 6, recorded 0, missing 0, unused files 0"])
         assert second.ret == pytest.ExitCode.OK
 
     def test_changed_request_names_the_nearest_recording(
@@ -858,11 +874,11 @@ class TestSDKClients:
         pytester.makeconftest(SDK_CONFTEST)
         pytester.makepyfile(test_sdk=SDK_TESTS)
         run(pytester, "--redactkey-mode=record", "-k", "anthropic_message").assert_outcomes(
-            passed=1, deselected=5
+            passed=1, deselected=6
         )
         pytester.makepyfile(test_sdk=SDK_TESTS.replace("max_tokens=100", "max_tokens=300"))
         result = run(pytester, "-k", "anthropic_message")
-        result.assert_outcomes(failed=1, deselected=5)
+        result.assert_outcomes(failed=1, deselected=6)
         result.stdout.fnmatch_lines([
             "E *MissingFixtureError: POST https://api.anthropic.com/v1/messages: no recorded "
             "'http' call with key *",
