@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import string
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from redactkey._cli import main
 from test_report import validate_sarif
@@ -261,3 +267,52 @@ class TestCheckSubprocess:
                                  capture_output=True, text=True, check=False)
         assert missing.returncode == 2
         assert "Traceback" not in missing.stdout + missing.stderr
+
+
+_SHAPES = {
+    "openai": ("sk-proj-", 48), "anthropic": ("sk-ant-api03-", 40), "github": ("ghp_", 36),
+    "huggingface": ("hf_", 34), "google": ("AIza", 35),
+}
+
+
+class TestCheckNeverPrintsSecrets:
+    """Property: whatever the key and wherever it sits, output never holds it."""
+
+    @settings(max_examples=30, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(shape=st.sampled_from(sorted(_SHAPES)),
+           suffix=st.text(alphabet=string.ascii_letters + string.digits, min_size=60,
+                          max_size=60),
+           where=st.sampled_from(["header", "body", "uri", "comment"]),
+           fmt=st.sampled_from(["text", "json", "sarif"]))
+    def test_no_leak(self, tmp_path: Path, shape: str, suffix: str, where: str,
+                     fmt: str) -> None:
+        """The key is reported (exit 1) and no 8 characters of its random part are printed."""
+        prefix, length = _SHAPES[shape]
+        key = prefix + suffix[:length]
+        text = leaky_cassette().replace(f"Bearer {FAKE_OPENAI}", "AUTHORIZATION-XXX")
+        if where == "header":
+            text = text.replace("AUTHORIZATION-XXX", f"Bearer {key}")
+        elif where == "body":
+            text = text.replace('{\\"data\\": []}', f'{{\\"data\\": [\\"{key}\\"]}}')
+            text = text.replace("'{\"data\": []}'", f"'{{\"data\": [\"{key}\"]}}'")
+        elif where == "uri":
+            text = text.replace("/v1/models", f"/v1/models?key={key}")
+        else:
+            text = f"# {key}\n{text}"
+        directory = Path(tempfile.mkdtemp(dir=tmp_path))
+        (directory / ".redactkey.toml").write_text("", encoding="utf-8")
+        (directory / "c.yaml").write_text(text, encoding="utf-8")
+        out, err = io.StringIO(), io.StringIO()
+        cwd = os.getcwd()
+        os.chdir(directory)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(["check", "--format", fmt, "c.yaml"])
+        finally:
+            os.chdir(cwd)
+        printed = out.getvalue() + err.getvalue()
+        assert code == 1, printed
+        random_part = key[len(prefix):]
+        for start in range(0, len(random_part) - 8):
+            assert random_part[start:start + 8] not in printed

@@ -14,6 +14,7 @@ request fields and duplicate interactions.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -76,11 +77,13 @@ class Auditor:
         self.schema = _FixtureSchema()
         self.unused = unused
         self.keys: dict[tuple[str, str], list[str]] = {}
+        self.formats: Counter[str] = Counter()
         self.fixture_files: list[Target] = []
 
     # -- one file -------------------------------------------------------------------
 
     def audit_target(self, target: Target) -> list[Issue]:
+        """Issues of one file; `FixtureFormatError` only when it cannot be read at all."""
         issues: list[Issue] = []
         try:
             size = target.path.stat().st_size
@@ -92,6 +95,7 @@ class Auditor:
                                        f"{self.config.max_fixture_bytes}"))
         found, cassette = self.checker.check_target(target)
         issues.extend(found)
+        self.formats[cassette.format if cassette is not None else "unparsable"] += 1
         named = kind_for_file_name(target.path.name)
         if cassette is None:
             if target.path.suffix.lower() in STRUCTURED_SUFFIXES:
@@ -342,6 +346,7 @@ def audit_paths(
             continue
         report.files += 1
     found.extend(auditor.finish())
+    report.formats = auditor.formats
     for issue in found:
         if checker.allowlisted(issue):
             report.allowed += 1

@@ -367,6 +367,13 @@ def _console(stream: IO[str], color: bool | None) -> Console:
 
 
 _STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
+_FORMAT_NAMES = {
+    "fixture": "redactkey fixtures", "store": "redactkey cassette stores",
+    "vcrpy": "vcrpy cassettes", "ruby-vcr": "Ruby VCR cassettes",
+    "rvcr-json": "rVCR JSON cassettes", "websocket": "websocket cassettes",
+    "grpc": "gRPC cassettes", "json": "other JSON", "yaml": "other YAML",
+    "unparsable": "unparsable",
+}
 _ORDER = {"error": 0, "warning": 1, "note": 2}
 
 
@@ -431,6 +438,10 @@ def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
     files = len({issue.path for issue in listed})
     noun = "file" if report.files == 1 else "files"
     parts = [f"{report.command}: {report.files} {noun} scanned"]
+    if report.formats and report.command == "audit":
+        kinds = ", ".join(f"{count} {_FORMAT_NAMES.get(name, name)}"
+                          for name, count in sorted(report.formats.items()))
+        parts[0] += f" ({kinds})"
     if listed:
         parts.append(
             f"{levels['error']} errors, {levels['warning']} warnings, {levels['note']} notes "
