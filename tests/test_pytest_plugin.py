@@ -52,8 +52,12 @@ class TestModeOptions:
                 "MODE replay record",
             ),
             ({"REDACTKEY_MODE": "record"}, ["--redactkey-model-mode=replay"], "MODE record replay"),
+            ({"REDACTKEY_MODE": " Auto "}, [], "MODE auto auto"),
         ],
-        ids=["default", "env", "option-wins", "option", "model-env", "model-option", "model-only"],
+        ids=[
+            "default", "env", "option-wins", "option", "model-env", "model-option", "model-only",
+            "env-case",
+        ],
     )
     def test_resolution(
         self,
@@ -926,3 +930,40 @@ class TestDocs:
         for block in blocks:
             code = block.split("```", 1)[0]
             compile(code, str(page), "exec")
+
+
+class TestTrackedStore:
+    """The per-test store wrapper that the summary counts with."""
+
+    @pytest.mark.parametrize(
+        ("steps", "outcome"),
+        [
+            (["put", "get"], "recorded"),
+            (["get-miss", "put"], "recorded"),
+            (["get-miss"], "missing"),
+            (["get-hit"], "replayed"),
+            (["get-hit", "get-hit"], "replayed"),
+        ],
+        ids=["record-repeat", "auto-miss", "replay-miss", "replay-hit", "two-hits"],
+    )
+    def test_outcome_per_call(self, tmp_path: Path, steps: list[str], outcome: str) -> None:
+        """Each (kind, key) ends as recorded, replayed or missing, with its test and file."""
+        from redactkey import Fixture, FixtureDir
+        from redactkey.pytest_plugin import TrackedStore
+
+        key = "ab" * 32
+        recorded = Fixture(key=key, kind="chat", request={"q": 1}, answer="a")
+        if "get-hit" in steps:
+            FixtureDir(tmp_path / "fx").put(recorded)
+        store = TrackedStore(FixtureDir(tmp_path / "fx"), "t.py::test_x")
+        for step in steps:
+            if step == "put":
+                store.put(recorded)
+            else:
+                found = store.get("chat", key)
+                assert (found is not None) == (step != "get-miss")
+        [event] = store.events(tmp_path)
+        assert event == {
+            "test": "t.py::test_x", "outcome": outcome, "kind": "chat", "key": key,
+            "store": "fx", "file": f"fx/@model.chat.{key}.json",
+        }

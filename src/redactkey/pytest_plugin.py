@@ -12,8 +12,8 @@ and the transport do the work. It adds
 - a per-test network guard in replay (``--redactkey-allow-loopback`` for local servers);
 - an end-of-session summary and a JSON run report, merged across pytest-xdist workers.
 
-Heavy imports (pydantic, detect-secrets, httpx) happen inside the fixtures, so the
-plugin costs nothing for test suites that do not use it.
+Nothing is patched at import time; the network guard exists only while a guarded
+test runs.
 """
 
 from __future__ import annotations
@@ -21,32 +21,29 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import threading
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ._errors import FixtureError, MissingFixtureError, SecretError
+from ._replay import MODE_ENV, MODEL_MODE_ENV, MODES, Mode, ModelFixtures
 
 if TYPE_CHECKING:
     from ._config import Config
     from ._format import Fixture
     from ._redact import Redactor
-    from ._replay import ModelFixtures
     from ._secrets import RunSecrets
     from ._store import FixtureStore
     from ._transport import FixtureTransport
 
 __all__ = ["NetworkRefusedError", "RedactkeySettings", "TrackedStore"]
 
-Mode = Literal["live", "record", "replay", "auto"]
-MODES: tuple[Mode, ...] = ("live", "record", "replay", "auto")
 DEFAULT_MODE: Mode = "replay"
-MODE_ENV = "REDACTKEY_MODE"
-MODEL_MODE_ENV = "REDACTKEY_MODEL_MODE"
 MARKER = "redactkey"
 GUARD_SCOPES = ("used", "all", "off")
 
@@ -136,11 +133,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "redactkey_report", "JSON run report path, relative to the rootdir ('' to not write it)",
         default=".redactkey-report.json",
     )
-    parser.addini(
-        "redactkey_secrets",
-        "environment variables whose values are secrets even if their names do not look so",
-        type="linelist", default=[],
-    )
 
 
 def _check_mode(value: str | None, source: str) -> Mode | None:
@@ -154,6 +146,12 @@ def _check_mode(value: str | None, source: str) -> Mode | None:
     )
 
 
+def _env(name: str) -> str | None:
+    # Read as the record/replay layer reads it: surrounding blanks and case do not matter.
+    value = os.environ.get(name)
+    return None if value is None else value.strip().lower()
+
+
 @dataclass(frozen=True)
 class _ConfigSettings:
     """Session-wide settings, resolved once from options, environment and ini."""
@@ -165,16 +163,15 @@ class _ConfigSettings:
     fixture_dir: str
     report_path: Path | None
     fail_unused: bool
-    secret_names: tuple[str, ...]
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> _ConfigSettings:
         mode = _check_mode(config.getoption("redactkey_mode"), "--redactkey-mode") or _check_mode(
-            os.environ.get(MODE_ENV), MODE_ENV
+            _env(MODE_ENV), MODE_ENV
         )
         model_mode = _check_mode(
             config.getoption("redactkey_model_mode"), "--redactkey-model-mode"
-        ) or _check_mode(os.environ.get(MODEL_MODE_ENV), MODEL_MODE_ENV)
+        ) or _check_mode(_env(MODEL_MODE_ENV), MODEL_MODE_ENV)
         loopback_opt = config.getoption("redactkey_allow_loopback")
         allow_loopback = (
             bool(config.getini("redactkey_allow_loopback")) if loopback_opt is None
@@ -196,7 +193,6 @@ class _ConfigSettings:
             fixture_dir=str(config.getini("redactkey_fixture_dir")).strip(),
             report_path=report_path,
             fail_unused=bool(config.getoption("redactkey_fail_unused")),
-            secret_names=tuple(str(n) for n in config.getini("redactkey_secrets")),
         )
 
 
@@ -373,6 +369,7 @@ class TrackedStore:
         self.nodeid = nodeid
         # (kind, key) -> "replayed" | "recorded" | "missing", in first-seen order
         self.calls: dict[tuple[str, str], str] = {}
+        self._lock = threading.Lock()  # a test may call from several threads
 
     def __repr__(self) -> str:
         return f"TrackedStore({self.inner!r})"
@@ -388,13 +385,15 @@ class TrackedStore:
 
     def get(self, kind: str, key: str) -> Fixture | None:
         fixture = self.inner.get(kind, key)
-        if self.calls.get((kind, key)) != "recorded":
-            self.calls[(kind, key)] = "missing" if fixture is None else "replayed"
+        with self._lock:
+            if self.calls.get((kind, key)) != "recorded":
+                self.calls[(kind, key)] = "missing" if fixture is None else "replayed"
         return fixture
 
     def put(self, fixture: Fixture) -> Path:
         path = self.inner.put(fixture)
-        self.calls[(fixture.kind, fixture.key)] = "recorded"
+        with self._lock:
+            self.calls[(fixture.kind, fixture.key)] = "recorded"
         return path
 
     def path_for(self, kind: str, key: str) -> Path:
@@ -414,7 +413,7 @@ class TrackedStore:
                 "store": _shown(Path(self.location), root),
                 "file": _shown(self.path_for(kind, key), root),
             }
-            for (kind, key), outcome in self.calls.items()
+            for (kind, key), outcome in list(self.calls.items())
         ]
 
 
@@ -851,8 +850,6 @@ def model_fixtures(
     redactkey_settings: RedactkeySettings,
 ) -> ModelFixtures:
     """`ModelFixtures` over this test's store, in the test's model mode."""
-    from ._replay import ModelFixtures
-
     return ModelFixtures(
         fixture_store,
         mode=redactkey_settings.model_mode,
