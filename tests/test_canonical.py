@@ -244,6 +244,17 @@ class TestFastPathBoundaries:
         with pytest.raises(_NotFast):
             _fast(value)
 
+    @pytest.mark.parametrize(
+        "value",
+        [
+            {"a": 1.0, "b": "x", "c": 2.0, "d": [3.0, "y", 4.0, {"e": 5.0, "f": 6.0}]},
+            [{"a": 1}, 1.0, [2.0, 2.0], (3.0,), {"z": 0.5, "y": -0.0}],
+        ],
+    )
+    def test_every_float_in_a_container_is_rewritten(self, value: Any) -> None:
+        """After the first rewrite in an object or array, later ones are rewritten too."""
+        assert _fast(value) == rfc8785.dumps(value)
+
     def test_control_characters_escape_like_jcs(self) -> None:
         """Controls use the short escapes or lowercase \\u00xx; DEL and U+2028 stay raw."""
         text = "".join(chr(i) for i in range(0x20)) + '"\\/\x7f\u2028'

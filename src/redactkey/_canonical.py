@@ -208,44 +208,75 @@ def _float(number: float) -> int | None:
     raise _NotFast
 
 
+# The scans return None when orjson may write the value as it is, else a copy with
+# the floats rewritten (copying only the containers on the way to a rewrite). They
+# read values first and go back for keys or indices only once something changes,
+# which keeps the common, float-free request at one cheap pass.
+
+
+def _scan_item(item: Any) -> Any:
+    kind = type(item)
+    if kind is dict:
+        return _scan_dict(item)
+    if kind is list or kind is tuple:
+        return _scan_list(item)
+    if kind is float:
+        return _float(item)
+    raise _NotFast
+
+
 def _scan_dict(value: dict[Any, Any]) -> dict[Any, Any] | None:
-    out = None
-    for key, item in value.items():
+    for item in value.values():
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        if kind is dict:
-            new: Any = _scan_dict(item)
-        elif kind is list or kind is tuple:
-            new = _scan_list(item)
-        elif kind is float:
-            new = _float(item)
-        else:
-            raise _NotFast
+        new = _scan_item(item)
         if new is not None:
-            if out is None:
-                out = dict(value)
+            return _rewrite_dict(value, item, new)
+    return None
+
+
+def _rewrite_dict(value: dict[Any, Any], first: Any, new: Any) -> dict[Any, Any]:
+    out = dict(value)
+    items = iter(value.items())
+    for key, item in items:
+        if item is first:  # values() and items() share one order: this is the one
+            out[key] = new
+            break
+    for key, item in items:
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        new = _scan_item(item)
+        if new is not None:
             out[key] = new
     return out
 
 
 def _scan_list(value: list[Any] | tuple[Any, ...]) -> list[Any] | None:
-    out = None
-    for index, item in enumerate(value):
+    for item in value:
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        if kind is dict:
-            new: Any = _scan_dict(item)
-        elif kind is list or kind is tuple:
-            new = _scan_list(item)
-        elif kind is float:
-            new = _float(item)
-        else:
-            raise _NotFast
+        new = _scan_item(item)
         if new is not None:
-            if out is None:
-                out = list(value)
+            return _rewrite_list(value, item, new)
+    return None
+
+
+def _rewrite_list(value: list[Any] | tuple[Any, ...], first: Any, new: Any) -> list[Any]:
+    out = list(value)
+    items = enumerate(value)
+    for index, item in items:
+        if item is first:
+            out[index] = new
+            break
+    for index, item in items:
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        new = _scan_item(item)
+        if new is not None:
             out[index] = new
     return out
 
