@@ -240,6 +240,27 @@ class TestKeySpec:
         with pytest.raises(dataclasses.FrozenInstanceError):
             spec.fields = frozenset()  # type: ignore[misc]
 
+    def test_settings_are_stored_immutable_and_lower_case(self) -> None:
+        """Lists and sets become frozensets/tuples; header and query names lower-case."""
+        spec = KeySpec(fields=["model"], headers=["X-Tenant"], drop_query=["X-Sig-*"],
+                       shape="http", normalizers=[DropKeys("a")])
+        assert spec.fields == frozenset({"model"})
+        assert spec.headers == frozenset({"x-tenant"})
+        assert spec.drop_query == ("x-sig-*",)
+        assert isinstance(spec.normalizers, tuple)
+        hash(spec)
+
+    @pytest.mark.parametrize(
+        ("changes", "match"),
+        [({"fields": "model"}, "not the string 'model'"),
+         ({"shape": "grpc"}, "'model' or 'http'"),
+         ({"normalizers": ("nope",)}, "not a callable")],
+    )
+    def test_bad_settings_are_usage_errors(self, changes: dict[str, Any], match: str) -> None:
+        """A misspelt spec fails when it is built, not silently at keying time."""
+        with pytest.raises(UsageError, match=match):
+            dataclasses.replace(KeySpec.model(), **changes)
+
     def test_default_spec_by_kind(self) -> None:
         """Kind "http" gets the HTTP spec; every other kind the model spec."""
         assert default_spec("http") == KeySpec.http()

@@ -182,6 +182,26 @@ class KeySpec:
     drop_query: tuple[str, ...] = ()
     normalizers: tuple[Normalizer, ...] = ()
 
+    def __post_init__(self) -> None:
+        # Accept any iterables, store immutable, comparable, lower-cased forms.
+        for name in ("fields", "ignore", "headers", "drop_query"):
+            if isinstance(getattr(self, name), str):
+                raise UsageError(
+                    f"KeySpec.{name} is a collection of names, not the string "
+                    f"{getattr(self, name)!r}; wrap it in a tuple"
+                )
+        if self.shape not in ("model", "http"):
+            raise UsageError(f"KeySpec.shape is 'model' or 'http', not {self.shape!r}")
+        if self.fields is not None:
+            object.__setattr__(self, "fields", frozenset(self.fields))
+        object.__setattr__(self, "ignore", frozenset(self.ignore))
+        object.__setattr__(self, "headers", frozenset(h.lower() for h in self.headers))
+        object.__setattr__(self, "drop_query", tuple(p.lower() for p in self.drop_query))
+        object.__setattr__(self, "normalizers", tuple(self.normalizers))
+        for normalizer in self.normalizers:
+            if not callable(normalizer):
+                raise UsageError(f"KeySpec.normalizers holds {normalizer!r}, not a callable")
+
     @classmethod
     def model(cls) -> KeySpec:
         """The default spec of model calls (kinds "text", "structured", "chat", ...)."""
