@@ -316,3 +316,32 @@ class TestCheckNeverPrintsSecrets:
         random_part = key[len(prefix):]
         for start in range(0, len(random_part) - 8):
             assert random_part[start:start + 8] not in printed
+
+
+class TestCheckDocumentationExamples:
+    """Placeholders in prose and code are not leaks; a real-looking key in prose is."""
+
+    @pytest.mark.parametrize("line", [
+        "OPENAI_API_KEY=sk-... pytest --redactkey-mode=record",
+        "$ ANTHROPIC_API_KEY=sk-ant-... pytest",
+        "credentials only as URL query parameters (`?key=AIza...`).",
+        "a database URL (`postgres://user:password@host`)",
+        "    secret: str,",
+        "(`cookie`, `set-cookie`, `?key=` (rule",
+        "Authorization: Bearer <OPENAI_ACCESS_TOKEN>",
+    ])
+    def test_placeholder_prose_is_clean(self, workdir: Path, line: str,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+        """The line alone in a text file exits 0."""
+        (workdir / "doc.md").write_text(line + "\n", encoding="utf-8")
+        code, out, _ = run_cli(capsys, "check", "doc.md")
+        assert (code, out) == (0, "")
+
+    def test_real_key_in_prose_is_found(self, workdir: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+        """A key-shaped value in prose is still reported."""
+        (workdir / "doc.md").write_text(f"run with OPENAI_API_KEY={FAKE_OPENAI}\n",
+                                        encoding="utf-8")
+        code, out, _ = run_cli(capsys, "check", "doc.md")
+        assert code == 1
+        assert "doc.md:1:" in out

@@ -475,6 +475,8 @@ _THIRD_PARTY_PLACEHOLDERS = frozenset(
         "filtered", "fake", "dummy", "mock", "test", "none", "null", "xxx", "<api_key>",
         "***", "****", "*****", "<hidden>", "hidden", "placeholder", "your-api-key",
         "your_api_key", "sk-xxx", "test-key", "test_key", "fake-key", "fake_key",
+        "password", "passwd", "pass", "pw", "secret", "changeme", "token", "apikey",
+        "api_key", "api-key", "your-token", "your_token", "<token>", "<password>",
     )
 )
 _PLACEHOLDER_SHAPES = re.compile(
@@ -484,6 +486,7 @@ _PLACEHOLDER_SHAPES = re.compile(
       | \{\{[A-Za-z0-9_. -]{1,64}\}\}      # {{API_KEY}}
       | [A-Za-z0-9_-]{0,40}-X{3,}          # AUTHORIZATION-XXX, OPENAI-ORG-XXX
       | X{3,} | \*{3,} | \.{3,}
+      | [A-Za-z0-9_-]{1,16}(?:\.{3}|…)      # sk-..., AIza..., sk-ant-…
       | (?:fake|dummy|mock|test|example)[A-Za-z0-9_-]{0,40}
     )$""",
     re.IGNORECASE,
@@ -496,6 +499,8 @@ IDENTIFYING_HEADERS = frozenset({
 })
 _IDENTIFYING_SHAPE = re.compile(r"(?:^|-)organi[sz]ation(?:-id)?$|(?:^|-)project-id$")
 COOKIE_HEADERS = frozenset({"cookie", "set-cookie", "set-cookie2"})
+# rules that flag a value because of the name it sits under, not because of its shape
+_BY_NAME_RULES = frozenset({"sensitive-key", "high-entropy", "url-password"})
 _REQUEST_ID_SHAPE = re.compile(
     r"^(?:x-)?(?:[a-z0-9]+-)*request-?id$|^x-amzn-requestid$|^x-amz-request-id$"
     r"|^(?:x-)?trace-?id$|^x-ds-trace-id$|^cf-ray$|^x-cloud-trace-context$"
@@ -624,12 +629,27 @@ class Checker:
             return self.scan_cassette(cassette, target.display), cassette
         return self.scan_text(text, target.display), None
 
+    def dismissed(self, rule: str, segment: str, whole: str | None = None) -> bool:
+        """Whether a redactor finding is not a leak: a placeholder, or a value too short to
+        be a credential under a credential-like name (`secret: str`, `?key=`)."""
+        placeholder = self.redactor.is_placeholder
+        trimmed = segment.strip().lstrip("`('\"").rstrip("`)'\".,;:")
+        if looks_redacted(segment, placeholder) or looks_redacted(trimmed, placeholder):
+            return True
+        if whole is not None and whole != segment and looks_redacted(whole, placeholder):
+            return True
+        if rule in _BY_NAME_RULES:
+            bare = _AUTH_SCHEMES.sub("", trimmed).strip()
+            if len(bare) < self.config.min_secret_length:
+                return True
+        return False
+
     def scan_text(self, text: str, display: str) -> list[Issue]:
         """Issues in a plain text."""
         issues: list[Issue] = []
         for finding in self.redactor.findings(text):
             segment = text[finding.start:finding.end]
-            if segment and looks_redacted(segment, self.redactor.is_placeholder):
+            if segment and self.dismissed(finding.rule, segment):
                 continue
             line = text.count("\n", 0, finding.start) + 1
             issues.append(Issue(display, line, finding.rule, pointer="",
@@ -649,8 +669,7 @@ class Checker:
             if isinstance(value, str):
                 segment = value[finding.start:finding.end] if finding.end > finding.start \
                     else value
-                if looks_redacted(segment, self.redactor.is_placeholder) or looks_redacted(
-                        value, self.redactor.is_placeholder):
+                if self.dismissed(finding.rule, segment, value):
                     continue
             rule = finding.rule
             slot = finding.slot
@@ -669,7 +688,7 @@ class Checker:
                 if comment.lstrip().startswith("#"):
                     for finding in self.redactor.findings(comment):
                         segment = comment[finding.start:finding.end]
-                        if not looks_redacted(segment, self.redactor.is_placeholder):
+                        if not self.dismissed(finding.rule, segment):
                             issues.append(Issue(display, number, finding.rule,
                                                 slot=finding.slot, preview=finding.preview))
         if self._extra:
