@@ -199,7 +199,7 @@ class TestFixtureDirectory:
         pytester.makeini(f"[pytest]\nredactkey_fixture_dir = {ini}\n")
         sub = pytester.mkpydir("sub")
         (sub / "test_calls.py").write_text(SHOW_SETTINGS.replace("\n    ", "\n"))
-        result = run(pytester, "-s")
+        result = run(pytester, "-s", "--strict-config")  # our ini options are registered
         result.stdout.fnmatch_lines([f"*DIR {pytester.path / expected}"])
 
     def test_marker_path_is_relative_to_the_test_file(self, pytester: pytest.Pytester) -> None:
