@@ -272,6 +272,18 @@ class TestFindings:
             Finding("/messages/0/content", "known-value", "OPENAI_API_KEY", "sk-p…", 2, 58)
         ]
 
+    def test_split_secret_in_an_sse_body_is_a_finding(self) -> None:
+        """A key split across two SSE events of one body is reported, masked."""
+        body = (
+            "data: " + json.dumps({"delta": "use " + GH[:9]}) + "\n\n"
+            "data: " + json.dumps({"delta": GH[9:] + " now"}) + "\n\n"
+        )
+        found = Redactor().findings({"body": body})
+        assert [(f.pointer, f.rule) for f in found] == [("/body", "github-token")] * 2
+        assert all(GH not in repr(f) for f in found)
+        first = body.index("{")
+        assert (found[0].start, found[0].end) == (first, body.index("\n", first))
+
     def test_findings_never_hold_the_value(self, redactor: Redactor) -> None:
         """No field of any finding contains the secret."""
         data = {"authorization": f"Bearer {TOKEN}", "x": f"{TOKEN} {GH}"}

@@ -503,7 +503,7 @@ class Redactor:
             if opened is not None:
                 text = opened
         if depth < _MAX_DEPTH and _looks_sse(text):
-            text = self._sse_pass([text])[0]
+            text = self._sse_pass([text], pointer, found)[0]
         # A redaction can free its neighbour: a key glued to another one only stands alone
         # once the first became a placeholder. Rescan until nothing changes (a fixpoint,
         # so redact() is idempotent); placeholders are never redacted again.
@@ -644,7 +644,9 @@ class Redactor:
 
     # -- streams ----------------------------------------------------------------------
 
-    def _stream_pass(self, chunks: list[Any]) -> list[Any]:
+    def _stream_pass(
+        self, chunks: list[Any], pointer: str = "", found: list[Finding] | None = None
+    ) -> list[Any]:
         """Find secrets that only appear when a field is read across consecutive chunks.
 
         Runs on the original chunks (before each is redacted alone): a key cut in two can
@@ -684,7 +686,8 @@ class Redactor:
                     if s.start < hi and s.end > lo
                 ]
                 if local:
-                    edits.setdefault(index, {})[path] = self._apply(text, local, "", None)
+                    where = pointer or _pointer_of((index, *path))
+                    edits.setdefault(index, {})[path] = self._apply(text, local, where, found)
         if not edits:
             return chunks
         return [
@@ -692,7 +695,9 @@ class Redactor:
             for index, chunk in enumerate(chunks)
         ]
 
-    def _sse_pass(self, texts: list[str]) -> list[str]:
+    def _sse_pass(
+        self, texts: list[str], pointer: str = "", found: list[Finding] | None = None
+    ) -> list[str]:
         """The stream pass over the `data:` events of SSE texts, rewriting changed events."""
         events: list[tuple[int, int, int, Any, bool]] = []
         for index, text in enumerate(texts):
@@ -711,9 +716,17 @@ class Redactor:
         if len(events) < 2:
             return texts
         values = [e[3] for e in events]
-        redacted = self._stream_pass(values)
+        local: list[Finding] | None = None if found is None else []
+        redacted = self._stream_pass(values, "", local)
         if redacted is values:
             return texts
+        if found is not None and local:
+            # Offsets of a split secret point at the payload of the event it starts in.
+            for finding in local:
+                event = events[int(finding.pointer.split("/")[1])]
+                found.append(
+                    Finding(pointer, finding.rule, finding.slot, finding.preview, *event[1:3])
+                )
         out = list(texts)
         for (index, start, end, value, is_json), new in reversed(
             list(zip(events, redacted, strict=False))
@@ -763,6 +776,13 @@ def _looks_sse(text: str) -> bool:
 def _indent_of(text: str) -> int | None:
     match = re.match(r"[\[{]\r?\n( +)", text.lstrip())
     return len(match.group(1)) if match else None
+
+
+def _pointer_of(path: tuple[Any, ...]) -> str:
+    pointer = ""
+    for token in path:
+        pointer = pointer_join(pointer, token)
+    return pointer
 
 
 def _leaves(value: Any) -> list[tuple[tuple[Any, ...], str]]:
