@@ -317,6 +317,11 @@ class TestHttpProjection:
             "body": {"json": {"x": 1}},
         }
 
+    def test_ipv6_host_keeps_brackets(self) -> None:
+        """An IPv6 literal stays bracketed so the port cannot run into it."""
+        material = key_material("http", self._request(url="http://[::1]:8080/x"))
+        assert material["request"]["url"] == "http://[::1]:8080/x"
+
     def test_non_default_port_is_kept(self) -> None:
         """A non-default port is part of the URL that counts."""
         material = key_material("http", self._request(url="http://localhost:8080"))
@@ -376,6 +381,8 @@ class TestHttpProjection:
             ({"method": "GET", "url": "https://h/", "base64": "%%%"}, "/base64", "base64"),
             ({"method": "GET", "url": "https://h/", "text": 3}, "/text", "string"),
             ({"url": "https://h/"}, "", "method"),
+            ({"method": "GET", "url": "/v1/items"}, "/url", "not absolute"),
+            ({"method": "GET", "url": "https://h:99999/"}, "/url", "cannot be parsed"),
             (["GET", "https://h/"], "", "mapping"),
             ({"method": "GET", "url": "https://h/", "json": {"n": float("inf")}}, "/json/n",
              "not a JSON number"),

@@ -452,11 +452,21 @@ def _project_http(request: Any, spec: KeySpec) -> JSONValue:
             "", "an HTTP request needs string 'method' and 'url' members",
             "pass the request document described in docs/keys.md",
         )
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise CanonicalizationError("/url", f"the url cannot be parsed ({exc})",
+                                    "pass an absolute http(s) URL") from None
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
-    if parts.port is not None and parts.port != _DEFAULT_PORTS.get(scheme):
-        host = f"{host}:{parts.port}"
+    if not scheme or not host:
+        raise CanonicalizationError("/url", "the url is not absolute (no scheme or host)",
+                                    "pass an absolute URL such as https://host/path")
+    if ":" in host:
+        host = f"[{host}]"  # IPv6 literal
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        host = f"{host}:{port}"
     projection: dict[str, JSONValue] = {
         "method": method.upper(),
         "url": f"{scheme}://{host}{parts.path or '/'}",
