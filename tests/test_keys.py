@@ -328,7 +328,8 @@ class TestHttpProjection:
         assert material["request"]["url"] == "http://localhost:8080/"
 
     @pytest.mark.parametrize(
-        "param", ["api_key", "KEY", "token", "access_token", "signature", "sig",
+        "param", ["api_key", "API-KEY", "Client-Secret", "KEY", "token", "access_token",
+                  "signature", "sig",
                   "X-Amz-Signature", "x-amz-date", "X-Goog-Credential", "timestamp",
                   "ts", "nonce", "_", "cachebuster", "request_id"],
     )
@@ -345,10 +346,11 @@ class TestHttpProjection:
         assert request_key("http", self._request(url="https://h/?ts=1"), spec=spec) != \
             request_key("http", self._request(url="https://h/?ts=2"), spec=spec)
 
-    def test_ordinary_query_params_count(self) -> None:
-        """Changing an ordinary query parameter changes the key."""
-        assert request_key("http", self._request(url="https://h/?page=1")) != \
-            request_key("http", self._request(url="https://h/?page=2"))
+    @pytest.mark.parametrize("param", ["page", "code", "q", "keyword", "tokens"])
+    def test_ordinary_query_params_count(self, param: str) -> None:
+        """Changing an ordinary query parameter (a country code, a search) changes the key."""
+        assert request_key("http", self._request(url=f"https://h/?{param}=1")) != \
+            request_key("http", self._request(url=f"https://h/?{param}=2"))
 
     def test_headers_count_only_when_listed(self) -> None:
         """Headers are ignored unless the spec names them."""

@@ -125,7 +125,7 @@ MODEL_NEVER: frozenset[str] = frozenset({
 })
 
 # Query parameters that never count for kind "http": credentials by name and values
-# that change on every call. Case-insensitive shell patterns.
+# that change on every call. Shell patterns, case-insensitive, "-" and "_" alike.
 HTTP_CREDENTIAL_QUERY: tuple[str, ...] = (
     "access_token",
     "api-key",
@@ -133,7 +133,6 @@ HTTP_CREDENTIAL_QUERY: tuple[str, ...] = (
     "apikey",
     "auth",
     "client_secret",
-    "code",
     "id_token",
     "key",
     "password",
@@ -434,8 +433,9 @@ def _project_fields(request: Any, spec: KeySpec) -> JSONValue:
 
 
 def _query_dropped(name: str, patterns: tuple[str, ...]) -> bool:
-    lowered = name.lower()
-    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in patterns)
+    # Case-insensitive, and "-" and "_" are the same ("api-key" drops "API_KEY").
+    folded = name.lower().replace("-", "_")
+    return any(fnmatch.fnmatchcase(folded, pattern.replace("-", "_")) for pattern in patterns)
 
 
 def _project_http(request: Any, spec: KeySpec) -> JSONValue:
