@@ -187,3 +187,22 @@ class TestJsonAndErrors:
         """A missing file is a FixtureFormatError naming it."""
         with pytest.raises(FixtureFormatError, match="cannot be read"):
             load_cassette(tmp_path / "missing.yaml")
+
+
+class TestExactLines:
+    """Findings inside folded or quoted multi-line YAML strings map to their own line."""
+
+    def test_folded_quoted_body(self) -> None:
+        """A value inside a JSON body held in a quoted multi-line scalar gets its real line."""
+        text = (
+            "interactions:\n"
+            "- request:\n"
+            "    body: '{\"batch\": [{\"event\": \"query\", \"properties\": {\"a\": 1}}],\n"
+            "      \"historical_migration\": false,\n"
+            "      \"api_key\": \"phc_" + "Q" * 20 + "\"}'\n"
+            "    method: POST\n"
+            "    uri: https://x.test/batch\n"
+        )
+        cassette = parse_text(Path("c.yaml"), text)
+        assert cassette.line_for("/interactions/0/request/body/api_key") == 5
+        assert cassette.line_for("/interactions/0/request/body/historical_migration") == 3

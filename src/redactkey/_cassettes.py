@@ -83,11 +83,26 @@ class LineMap:
     def __init__(self) -> None:
         self._lines: dict[str, int] = {}
         self._literal: set[str] = set()
+        self._spans: dict[str, tuple[int, int]] = {}
 
-    def set(self, pointer: str, line: int, *, literal: bool = False) -> None:
+    def set(self, pointer: str, line: int, *, literal: bool = False,
+            span: tuple[int, int] | None = None) -> None:
         self._lines.setdefault(pointer, line)
         if literal:
             self._literal.add(pointer)
+        if span is not None:
+            self._spans.setdefault(pointer, span)
+
+    def span_for(self, pointer: str) -> tuple[int, int] | None:
+        """Character span in the file of the scalar at `pointer` or its nearest ancestor."""
+        probe = pointer
+        while True:
+            span = self._spans.get(probe)
+            if span is not None:
+                return span
+            if not probe:
+                return None
+            probe = probe.rpartition("/")[0]
 
     def __len__(self) -> int:
         return len(self._lines)
@@ -166,9 +181,16 @@ class Cassette:
                     first = self.text.find(needle)
                     if first >= 0 and self.text.find(needle, first + 1) < 0:
                         return self.text.count("\n", 0, first) + 1
-        value: Any = None
-        if offset is not None:
-            value = resolve_pointer(self.document, pointer)
+        value: Any = resolve_pointer(self.document, pointer)
+        span = self.lines.span_for(pointer)
+        if isinstance(value, str) and span is not None:
+            # the text of the finding inside its scalar's span in the file: exact even in
+            # folded or quoted multi-line strings and in JSON bodies held in them
+            probe = value[offset:offset + 12] if offset is not None else value[:12]
+            if len(probe.strip()) >= 4:
+                at = self.text.find(probe, span[0], span[1] + 1)
+                if at >= 0:
+                    return self.text.count("\n", 0, at) + 1
         return self.lines.line_for(
             pointer, text=value if isinstance(value, str) else None, offset=offset
         )
@@ -239,7 +261,9 @@ class _Builder:
                 self.path, f"more than {MAX_NODES} YAML nodes (alias expansion?)"
             )
         literal = isinstance(node, yaml.ScalarNode) and node.style == "|"
-        self.lines.set(pointer, node.start_mark.line + 1, literal=literal)
+        span = (node.start_mark.index, node.end_mark.index) \
+            if isinstance(node, yaml.ScalarNode) else None
+        self.lines.set(pointer, node.start_mark.line + 1, literal=literal, span=span)
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node)
         ident = id(node)
