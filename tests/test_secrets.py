@@ -14,7 +14,14 @@ import pytest
 from pydantic import BaseModel, SecretBytes, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from redactkey import Redactor, RunSecrets, SecretError, UsageError, collect_run_secrets
+from redactkey import (
+    DeclaresSecrets,
+    Redactor,
+    RunSecrets,
+    SecretError,
+    UsageError,
+    collect_run_secrets,
+)
 from redactkey._secrets import looks_secret_env_name, mask, value_variants
 
 TOKEN = "sk-proj-" + "A1b2" * 12
@@ -268,6 +275,11 @@ class TestCollectRunSecrets:
         secrets = collect_run_secrets([Tool()], environ={"GITHUB_TOKEN": OTHER})
         assert list(secrets) == ["GITHUB_TOKEN"]
         assert secrets.missing == {"ABSENT_TOKEN"}
+
+    def test_declaring_components_satisfy_the_protocol(self) -> None:
+        """An object with `secret_slots` is a `DeclaresSecrets`; a plain object is not."""
+        assert isinstance(Tool(), DeclaresSecrets)
+        assert not isinstance(object(), DeclaresSecrets)
 
     def test_mapping_of_sources(self, tmp_path: Path) -> None:
         """A mapping component declares slots with file and callable sources."""

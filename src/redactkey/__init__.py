@@ -24,7 +24,7 @@ from ._errors import (
 from ._format import Fixture
 from ._keys import DropKeys, KeySpec, ReplaceVolatile, find_volatile, key_material, request_key
 from ._redact import Finding, Redactor
-from ._secrets import RunSecrets, collect_run_secrets
+from ._secrets import DeclaresSecrets, RunSecrets, collect_run_secrets
 from ._store import CassetteStore, FixtureDir, FixtureStore
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ __all__ = [
     "CassetteStore",
     "ClientAdapter",
     "ConfigError",
+    "DeclaresSecrets",
     "DropKeys",
     "Finding",
     "Fixture",
