@@ -363,6 +363,15 @@ class TestHttpProjection:
             "accept": "application/json"
         }
 
+    def test_with_headers_counts_them_after_narrowing_fields(self) -> None:
+        """A spec narrowed to method and url still counts the headers it is given."""
+        spec = dataclasses.replace(KeySpec.http(), fields=frozenset({"method", "url"}))
+        spec = spec.with_headers("x-tenant")
+        material = key_material("http", self._request(headers={"x-tenant": "a"}), spec=spec)
+        assert material["request"] == {"headers": {"x-tenant": "a"}, "method": "GET",
+                                       "url": "https://api.example.com/v1/items"}
+        assert not KeySpec.model().with_headers("x-tenant").counts("headers")
+
     def test_non_json_body_is_digested(self) -> None:
         """A text and a base64 body of the same bytes give the same digest."""
         text = key_material("http", self._request(text="hello"))

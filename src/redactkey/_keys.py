@@ -234,8 +234,9 @@ class KeySpec:
 
     def with_headers(self, *names: str) -> KeySpec:
         """Return a copy in which the named request headers count (kind "http")."""
+        spec = self.widen("headers") if self.shape == "http" else self
         return dataclasses.replace(
-            self, headers=self.headers | frozenset(n.lower() for n in names)
+            spec, headers=self.headers | frozenset(n.lower() for n in names)
         )
 
     def with_normalizers(self, *normalizers: Normalizer) -> KeySpec:
