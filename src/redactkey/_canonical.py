@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 import rfc8785
 
-from ._errors import CanonicalizationError
+from ._errors import CanonicalizationError, raised_at_entry
 
 __all__ = ["JSONValue", "canonicalize", "pointer_join", "to_json"]
 
@@ -129,6 +129,7 @@ def _to_json(value: Any, pointer: str, active: set[int]) -> JSONValue:
     )
 
 
+@raised_at_entry
 def canonicalize(value: Any) -> bytes:
     """Return the RFC 8785 (JCS) bytes of a JSON-like value.
 

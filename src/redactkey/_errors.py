@@ -20,6 +20,11 @@ No message ever contains a secret value.
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, TypeVar
+
 __all__ = [
     "CanonicalizationError",
     "ConfigError",
@@ -34,6 +39,7 @@ __all__ = [
     "StructuredOutputError",
     "UsageError",
     "VolatileValueWarning",
+    "raised_at_entry",
 ]
 
 
@@ -197,3 +203,39 @@ class VolatileValueWarning(RedactkeyError, UserWarning):
             "on every run, so the call would never replay; keep it out of the request or "
             "add a normalizer (redactkey.ReplaceVolatile) to the KeySpec"
         )
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def raised_at_entry(fn: Callable[P, R]) -> Callable[P, R]:
+    """Re-raise redactkey's own errors from this public entry point, inner frames dropped.
+
+    pytest prints the arguments of the frame an error was raised in, and the inner
+    frames of redaction, keying and replay hold raw requests and secret values. The
+    error keeps its type, message and attributes; only the traceback is cut, and the
+    entry frame itself is hidden from pytest (`__tracebackhide__`).
+    """
+    if inspect.iscoroutinefunction(fn):
+        coroutine: Callable[P, Awaitable[object]] = fn
+
+        @functools.wraps(fn)
+        async def async_entry(*args: P.args, **kwargs: P.kwargs) -> object:
+            __tracebackhide__ = True
+            try:
+                return await coroutine(*args, **kwargs)
+            except RedactkeyError as exc:
+                raise exc.with_traceback(None) from exc.__cause__
+
+        return async_entry  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def entry(*args: P.args, **kwargs: P.kwargs) -> R:
+        __tracebackhide__ = True
+        try:
+            return fn(*args, **kwargs)
+        except RedactkeyError as exc:
+            raise exc.with_traceback(None) from exc.__cause__
+
+    return entry

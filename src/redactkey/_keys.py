@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ._canonical import JSONValue, canonicalize, pointer_join, to_json
-from ._errors import CanonicalizationError, UsageError
+from ._errors import CanonicalizationError, UsageError, raised_at_entry
 
 __all__ = [
     "HTTP_DROPPED_QUERY",
@@ -528,6 +528,7 @@ def _http_body(request: Mapping[str, Any]) -> JSONValue:
 # --- keys ------------------------------------------------------------------------
 
 
+@raised_at_entry
 def key_material(
     kind: str, request: Any, *, spec: KeySpec | None = None, redactor: Redacts | None = None
 ) -> dict[str, JSONValue]:
@@ -561,6 +562,7 @@ def key_from_material(material: Mapping[str, JSONValue]) -> str:
     return hashlib.sha256(canonicalize(material)).hexdigest()
 
 
+@raised_at_entry
 def request_key(
     kind: str, request: Any, *, spec: KeySpec | None = None, redactor: Redacts | None = None
 ) -> str:

@@ -45,6 +45,7 @@ from ._errors import (
     StructuredOutputError,
     UsageError,
     VolatileValueWarning,
+    raised_at_entry,
 )
 from ._format import Fixture, RecordedErrorBody
 from ._keys import KeySpec, find_volatile, key_from_material, key_material
@@ -500,6 +501,7 @@ class ModelFixtures:
 
     # -- sync ------------------------------------------------------------------------
 
+    @raised_at_entry
     def call(
         self,
         kind: str,
@@ -528,6 +530,7 @@ class ModelFixtures:
             raise
         return self._after_answer(call, answer, schema)
 
+    @raised_at_entry
     def stream(
         self,
         kind: str,
@@ -568,6 +571,7 @@ class ModelFixtures:
 
     # -- async -----------------------------------------------------------------------
 
+    @raised_at_entry
     async def acall(
         self,
         kind: str,
@@ -596,6 +600,7 @@ class ModelFixtures:
             raise
         return self._after_answer(call, answer, schema)
 
+    @raised_at_entry
     def astream(
         self,
         kind: str,
@@ -890,10 +895,12 @@ class ToolFixtures:
     def __repr__(self) -> str:
         return f"ToolFixtures({self.fixtures.store!r}, mode={self.mode!r})"
 
+    @raised_at_entry
     def call(self, name: str, arguments: Mapping[str, Any], live: Callable[[], T] | None) -> Any:
         """The result of tool `name` with `arguments`: replayed, or from `live` and recorded."""
         return self.fixtures.call("tool:" + name, dict(arguments), live, spec=KeySpec.whole())
 
+    @raised_at_entry
     async def acall(
         self, name: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]] | None
     ) -> Any:

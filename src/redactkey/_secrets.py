@@ -21,7 +21,7 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import BaseModel, SecretBytes, SecretStr
 
-from ._errors import SecretError, UsageError
+from ._errors import SecretError, UsageError, raised_at_entry
 
 __all__ = [
     "DEFAULT_MIN_LENGTH",
@@ -206,6 +206,7 @@ class RunSecrets:
     # -- construction helpers --
 
     @classmethod
+    @raised_at_entry
     def from_env(
         cls,
         environ: Mapping[str, str] | None = None,
@@ -246,6 +247,7 @@ class RunSecrets:
 
     # -- registration --
 
+    @raised_at_entry
     def declare(self, slot: str, source: SecretSource = None) -> None:
         """Say where `slot` is read from, without reading it yet."""
         _check_slot(slot)
@@ -253,11 +255,13 @@ class RunSecrets:
         with self._lock:
             self._sources[slot] = source
 
+    @raised_at_entry
     def add(self, slot: str, value: str | bytes | SecretStr | SecretBytes) -> None:
         """Register a value for `slot` (a slot may hold several, e.g. a refreshed token)."""
         _check_slot(slot)
         self._register(slot, _decode(slot, value))
 
+    @raised_at_entry
     def read(self, slot: str) -> str:
         """Resolve `slot` from its source, register the value and return it."""
         _check_slot(slot)
@@ -406,6 +410,7 @@ def _check_source(slot: str, source: object) -> None:
 # --- collecting from components ---------------------------------------------------------
 
 
+@raised_at_entry
 def collect_run_secrets(
     components: Iterable[object],
     *,

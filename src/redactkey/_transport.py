@@ -27,7 +27,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from ._canonical import to_json
-from ._errors import CanonicalizationError, FixtureFormatError, MissingFixtureError, UsageError
+from ._errors import (
+    CanonicalizationError,
+    FixtureFormatError,
+    MissingFixtureError,
+    UsageError,
+    raised_at_entry,
+)
 from ._replay import ModelFixtures
 
 if TYPE_CHECKING:
@@ -619,6 +625,7 @@ class FixtureTransport(_TransportBase):
     @overload
     def handle_request(self, request: httpx2.Request) -> httpx2.Response: ...
 
+    @raised_at_entry
     def handle_request(self, request: Any) -> Any:
         """Answer one request of a sync httpx or httpx2 client."""
         library = _library(request)
@@ -714,6 +721,7 @@ class FixtureTransport(_TransportBase):
     @overload
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response: ...
 
+    @raised_at_entry
     async def handle_async_request(self, request: Any) -> Any:
         """Answer one request of an async httpx or httpx2 client."""
         library = _library(request)
