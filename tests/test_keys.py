@@ -234,6 +234,13 @@ class TestRequestKey:
 
 
 class TestKeySpec:
+    def test_tool_calls_are_keyed_on_every_argument(self) -> None:
+        """Two calls of one tool with different arguments never share a key by default."""
+        first = request_key("tool:search", {"query": "paris", "limit": 3})
+        second = request_key("tool:search", {"query": "rome", "limit": 3})
+        assert first != second
+        assert first == request_key("tool:search", {"limit": 3, "query": "paris"})
+
     def test_is_frozen(self) -> None:
         """A spec cannot be changed in place."""
         spec = KeySpec.model()

@@ -251,8 +251,17 @@ class KeySpec:
 
 
 def default_spec(kind: str) -> KeySpec:
-    """The spec used when none is given: HTTP for kind "http", the model spec otherwise."""
-    return KeySpec.http() if kind == "http" else KeySpec.model()
+    """The spec used when none is given.
+
+    HTTP for kind "http"; every argument for a tool call (kind "tool:<name>"), since a
+    tool's answer depends on all of them and the model projection would keep none;
+    the model spec for any other kind.
+    """
+    if kind == "http":
+        return KeySpec.http()
+    if kind.startswith("tool:"):
+        return KeySpec.whole()
+    return KeySpec.model()
 
 
 # --- volatile values -------------------------------------------------------------
