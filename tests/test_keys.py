@@ -12,7 +12,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from _golden_requests import GOLDEN_REQUESTS
+from _golden_requests import GOLDEN_KEYS, GOLDEN_REQUESTS
 from conftest import ROOT
 from redactkey import (
     CanonicalizationError,
@@ -34,33 +34,6 @@ from redactkey._keys import (
     default_spec,
     key_from_material,
 )
-
-# Computed once with KEY_SCHEME_VERSION 1 and pinned; identical on CPython 3.10.13,
-# 3.11.7, 3.12.1 and 3.13.0 with PYTHONHASHSEED 0, 1 and 12345. A change here is a
-# change of every recorded fixture's file name: bump KEY_SCHEME_VERSION instead.
-GOLDEN_KEYS = {
-    "empty-chat": "af969bee6fa2b9b123df6d056a71fb258133fc8cc9487cef430620849a637730",
-    "minimal-chat": "3049ef0a986557d3e0dddda6812190e47c391ce8d1668f35748a3c3ad2ccec91",
-    "corpus-chat": "0b2f3762dfb7e52f11e1f32fba8d4f43a2e4cf762b201e6714c6ad3f7f438ee7",
-    "sampling": "633a74b1dd095538678e3c158ed68f464584b40368e8778f36b5f3ac034ff4ef",
-    "tools": "5ba4fcb2f1769c194f4bf9a0e8f66475d64d07041eb6ca07d306c64e2668ab04",
-    "response-format": "d49dd0db8ddad9ed357b2f1b57c4588fba4664c4f6792cfa7a67ba70d158fbde",
-    "anthropic": "5f529b5e52654cf26a12a9bc3a689e708a899d1cfd497967ef628b54d1b28dae",
-    "responses-api": "e56bda6db2b1fd2b7c32599a87ce8b41c4a34694fea469b476f828dcf242faab",
-    "prompt-text": "09b7ca6809340111093a35ae73fb3b7c5e02f1f8942795950aae651c6a788a8f",
-    "unicode": "060abd40904821671cd1a74611c739b4e4892ddfaa2cd4e0c983c4ad143183a4",
-    "non-bmp-keys": "9724a786e833fe557bebae4d4ce11ae8941054443fbf2017bb675c1245ba3ac2",
-    "floats": "b13496c950657956b9a5b765a02462f360b75679a8220c27c91eed407daef424",
-    "noise-only-differs": "0b2f3762dfb7e52f11e1f32fba8d4f43a2e4cf762b201e6714c6ad3f7f438ee7",
-    "stream": "19149845d66ebec69c62b4fa1c25f5b0f7957e92512f299deb1350ca59771965",
-    "bare-prompt": "f94a68eaac016b8f249c70f2bdc1f523f884eba461d2e9c9c2043da0be5add57",
-    "http-get": "ffe7ccb046577ad0887f8a8d865f0acba2400d1cc1b8ea8d1cc40fca2b3a67ad",
-    "http-credentials-dropped": "ffe7ccb046577ad0887f8a8d865f0acba2400d1cc1b8ea8d1cc40fca2b3a67ad",
-    "http-json": "9fe52b9ee9c6840cf438e23e52bee137f7e6a861694eb1c4b1cc4ee534a442a4",
-    "http-text": "f83526d430a5630a6e63d6dfcb01ff55f5056f5fde26954ad9d3c6ac93f348fc",
-    "http-base64": "02d075175831f08356a71f597d04a9b48d41308714e5ef523f7fa46255cce3bf",
-    "http-no-body": "dd51ab7f2ba60152cf5ae9ad8cef11d1674bb45c66aa2f6fdcf4515d53b91655",
-}
 
 CHAT = {
     "model": "gpt-4o-mini",
