@@ -38,6 +38,21 @@ def snapshot(directory: Path) -> dict[str, bytes]:
 class TestScrubCassettes:
     """Third-party cassettes are rewritten only when they hold a finding."""
 
+    def test_write_removes_what_an_extra_detector_finds(
+        self, workdir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A configured detector's hit that `check` reports is what `scrub --write` removes."""
+        token = "acme_" + "0123456789abcdef"
+        (workdir / ".redactkey.toml").write_text(
+            '[[detectors]]\nname = "acme-token"\npattern = "acme_[a-z0-9]{16}"\n',
+            encoding="utf-8")
+        (workdir / "a.json").write_text(json.dumps({"t": f"key {token}"}) + "\n",
+                                        encoding="utf-8")
+        code, out = scrub(capsys, "--write", ".")
+        assert code == 0, out
+        assert token not in (workdir / "a.json").read_text(encoding="utf-8")
+        assert main(["check", "a.json"]) == 0
+
     def test_dry_run_changes_nothing(self, workdir: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
         """Without --write nothing is touched; the plan is masked; exit 1."""

@@ -80,14 +80,17 @@ class TestRules:
         """Ids, digests, slugs and prose survive untouched."""
         assert Redactor().redact(text) == text
 
-    def test_rules_need_keywords(self) -> None:
-        """A rule without a keyword would bypass the prefilter; it is refused."""
+    def test_rules_without_keywords_run_on_every_text(self) -> None:
+        """A rule with no keyword (a user's own pattern) cannot be prefiltered: it always runs."""
         import re
 
         from redactkey._detectors import Rule
 
-        with pytest.raises(ValueError, match="keyword"):
-            Detectors([Rule("x", re.compile("x"), ())])
+        detectors = Detectors([Rule("acme-token", re.compile(r"acme_[0-9a-f]{16}"), ())])
+        text = "deploy with acme_" + "0123456789abcdef" + " today"
+        assert [(s.rule, text[s.start:s.end]) for s in detectors.spans(text)] == [
+            ("acme-token", "acme_0123456789abcdef")
+        ]
 
     def test_jwt_header_must_decode_to_json(self) -> None:
         """Three dotted base64url parts are a JWT only if the header is JSON."""

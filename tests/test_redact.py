@@ -292,6 +292,24 @@ class TestFindings:
         assert all(TOKEN not in repr(f) and GH not in repr(f) for f in found)
 
 
+class TestExtraPatterns:
+    """A user's own detectors redact like the built-in ones."""
+
+    def test_extra_pattern_is_redacted_and_reported(self) -> None:
+        """The whole match is replaced, and the finding carries the rule's name."""
+        token = "acme_" + "0123456789abcdef"
+        redactor = Redactor(extra_patterns={"acme-token": r"acme_[0-9a-f]{16}"})
+        assert redactor.redact({"note": f"use {token}."}) == {"note": "use [REDACTED]."}
+        assert [f.rule for f in redactor.findings({"note": token})] == ["acme-token"]
+        assert Redactor().redact(token) == token
+
+    @pytest.mark.parametrize("pattern", ["(", "x*"])
+    def test_bad_extra_pattern_is_a_usage_error(self, pattern: str) -> None:
+        """An invalid or empty-matching pattern fails when the Redactor is built."""
+        with pytest.raises(UsageError, match="extra pattern 'p'"):
+            Redactor(extra_patterns={"p": pattern})
+
+
 class TestPlaceholder:
     """The placeholder never depends on the value; a labelled form is an option."""
 

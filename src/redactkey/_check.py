@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal
 
-from ._cassettes import Cassette, iter_strings, parse_text, read_text, resolve_pointer
+from ._cassettes import Cassette, parse_text, read_text, resolve_pointer
 from ._config import Config
 from ._errors import FixtureFormatError, SecretError, UsageError
 from ._redact import Redactor
-from ._secrets import RunSecrets, mask
+from ._secrets import RunSecrets
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -600,15 +600,14 @@ def _last_name(pointer: str) -> str:
 
 
 class Checker:
-    """Scans files for secrets with a `Redactor` (detectors, credential-named fields, run
-    secrets) plus the configured extra detectors; third-party placeholders count as redacted."""
+    """Scans files for secrets with a `Redactor` (detectors, the configured extra detectors,
+    credential-named fields, run secrets); third-party placeholders count as redacted."""
 
     def __init__(self, redactor: Redactor, config: Config, *, normalise: bool = True) -> None:
         self.redactor = redactor
         self.config = config
         # False: JSON files are scanned as parsed, without building interactions (check)
         self.normalise = normalise
-        self._extra = [(spec.name, spec.compiled()) for spec in config.detectors]
 
     # -- entry points ---------------------------------------------------------------
 
@@ -654,10 +653,6 @@ class Checker:
             line = text.count("\n", 0, finding.start) + 1
             issues.append(Issue(display, line, finding.rule, pointer="",
                                 slot=finding.slot, preview=finding.preview))
-        for name, pattern in self._extra:
-            for match in pattern.finditer(text):
-                line = text.count("\n", 0, match.start()) + 1
-                issues.append(Issue(display, line, name, preview=mask(match.group())))
         return issues
 
     def scan_cassette(self, cassette: Cassette, display: str) -> list[Issue]:
@@ -691,13 +686,6 @@ class Checker:
                         if not self.dismissed(finding.rule, segment):
                             issues.append(Issue(display, number, finding.rule,
                                                 slot=finding.slot, preview=finding.preview))
-        if self._extra:
-            for pointer, text in iter_strings(document):
-                for name, pattern in self._extra:
-                    for match in pattern.finditer(text):
-                        issues.append(Issue(display, cassette.line_for(pointer, match.start()),
-                                            name, pointer=pointer,
-                                            preview=mask(match.group())))
         return issues
 
     # -- allowlist --------------------------------------------------------------------
@@ -744,7 +732,8 @@ def build_redactor(
         except SecretError as exc:
             raise UsageError(f"--secret-env {name}: {exc.problem}; {exc.fix}") from None
     return Redactor(secrets, placeholder=config.placeholder,
-                    sensitive_keys=config.sensitive_keys)
+                    sensitive_keys=config.sensitive_keys,
+                    extra_patterns=config.extra_patterns())
 
 
 def check_paths(

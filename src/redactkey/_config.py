@@ -151,6 +151,10 @@ class Config(_Model):
                 raise ValueError("names must not be empty")
         return value
 
+    def extra_patterns(self) -> dict[str, re.Pattern[str]]:
+        """The extra detectors, as `Redactor(extra_patterns=...)` takes them."""
+        return {spec.name: spec.compiled() for spec in self.detectors}
+
     def key_spec(self, kind: str) -> KeySpec:
         """The key spec for `kind`: the default spec with `[tool.redactkey.keys.<kind>]` applied."""
         spec = default_spec(kind)

@@ -328,14 +328,15 @@ class Detectors:
         self.rules: tuple[Rule, ...] = tuple(rules)
         automaton = ahocorasick.Automaton()
         by_keyword: dict[str, list[int]] = {}
+        # A rule with no keywords (a user's own pattern) cannot be gated: it runs on every text.
+        self._always = frozenset(i for i, rule in enumerate(self.rules) if not rule.keywords)
         for index, rule in enumerate(self.rules):
-            if not rule.keywords:
-                raise ValueError(f"detector rule {rule.name!r} needs at least one keyword")
             for keyword in rule.keywords:
                 by_keyword.setdefault(keyword, []).append(index)
         for hint in hints:
             by_keyword.setdefault(hint, []).append(_HINT)
-        self._empty = not by_keyword
+        self._gated = bool(by_keyword)
+        self._empty = not by_keyword and not self._always
         for keyword, indexes in sorted(by_keyword.items()):
             automaton.add_word(keyword, tuple(sorted(set(indexes))))
         automaton.make_automaton()
@@ -349,9 +350,10 @@ class Detectors:
         """Detector matches in `text` and whether any hint literal occurs in it."""
         if self._empty or len(text) < 8:
             return [], False
-        fired: set[int] = set()
-        for _end, indexes in self._automaton.iter(text):
-            fired.update(indexes)
+        fired: set[int] = set(self._always)
+        if self._gated:
+            for _end, indexes in self._automaton.iter(text):
+                fired.update(indexes)
         if not fired:
             return [], False
         hinted = _HINT in fired

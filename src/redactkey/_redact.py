@@ -31,7 +31,7 @@ import ahocorasick
 from pydantic import BaseModel, SecretBytes, SecretStr
 
 from ._canonical import pointer_join
-from ._detectors import DEFAULT_RULES, Detectors, Span, looks_high_entropy
+from ._detectors import DEFAULT_RULES, Detectors, Rule, Span, looks_high_entropy
 from ._errors import UsageError
 from ._secrets import RunSecrets, mask
 
@@ -169,12 +169,31 @@ class _Known:
         self.automaton = automaton
 
 
+
+def _extra_rules(patterns: Mapping[str, str | re.Pattern[str]]) -> tuple[Rule, ...]:
+    """A user's own detectors: rule name -> regular expression; the whole match is the secret."""
+    rules = []
+    for name, pattern in sorted(patterns.items()):
+        try:
+            compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+        except re.error as exc:
+            raise UsageError(
+                f"extra pattern {name!r} is not a valid regular expression: {exc}"
+            ) from None
+        if compiled.match(""):
+            raise UsageError(f"extra pattern {name!r} matches the empty string; it would "
+                             "redact everything")
+        rules.append(Rule(name, compiled, ()))
+    return tuple(rules)
+
 class Redactor:
     """Redact run secrets, credential-named fields and detected keys from data and text.
 
     `redact(value)` returns a redacted copy of the same type (JSON-like data, `str`,
     `bytes`); it is pure and idempotent. `placeholder` may hold `{label}` (or pass
     `labelled=True`) to name the slot, rule or field: `[REDACTED:OPENAI_API_KEY]`.
+    `extra_patterns` adds your own detectors (rule name -> regular expression, the whole
+    match is the secret), e.g. `[[tool.redactkey.detectors]]` from the configuration.
     """
 
     def __init__(
@@ -186,6 +205,7 @@ class Redactor:
         labelled: bool = False,
         sensitive_keys: Iterable[str] = (),
         safe_keys: Iterable[str] = (),
+        extra_patterns: Mapping[str, str | re.Pattern[str]] | None = None,
     ) -> None:
         if secrets is not None and not isinstance(secrets, RunSecrets):
             raise UsageError(
@@ -214,7 +234,7 @@ class Redactor:
         )
         self._placeholders_re = re.compile(f"(?:{self._placeholder_re.pattern})+")
         self._detectors = Detectors(
-            DEFAULT_RULES if detectors else (),
+            (DEFAULT_RULES if detectors else ()) + _extra_rules(extra_patterns or {}),
             hints=_hint_words(self._sensitive)
             + _hint_words(n + "=" for n in self._sensitive_query - self._sensitive),
         )

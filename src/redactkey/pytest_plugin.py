@@ -832,12 +832,16 @@ def run_secrets(
 
 @pytest.fixture
 def redactor(request: pytest.FixtureRequest, run_secrets: RunSecrets) -> Redactor:
-    """A `Redactor` over `run_secrets`, with `[tool.redactkey]` placeholder and keys."""
+    """A `Redactor` over `run_secrets`, with `[tool.redactkey]` placeholder, credential
+    field names and extra detectors."""
     from ._redact import Redactor
 
     config = _project_config(request)
     return Redactor(
-        run_secrets, placeholder=config.placeholder, sensitive_keys=config.sensitive_keys
+        run_secrets,
+        placeholder=config.placeholder,
+        sensitive_keys=config.sensitive_keys,
+        extra_patterns=config.extra_patterns(),
     )
 
 
