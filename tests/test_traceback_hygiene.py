@@ -71,3 +71,21 @@ class TestTracebacks:
         # The test's own source line may show the literal name SECRET, never its value.
         assert SECRET not in output
         assert SHORT not in output
+
+    def test_plugin_fixture_error_shows_no_secret(self, pytester: pytest.Pytester) -> None:
+        """A too-short declared secret fails the test's setup by slot name, value unseen."""
+        pytester.makeconftest(
+            f"""
+            import pytest
+
+            @pytest.fixture
+            def redactkey_secret_slots():
+                return [{{"PIN_TOKEN": lambda: {SHORT!r}}}]
+            """
+        )
+        pytester.makepyfile(test_uses="def test_it(run_secrets):\n    pass\n")
+        result = pytester.runpytest_subprocess("--tb=long", "-p", "no:cacheprovider")
+        result.assert_outcomes(errors=1)
+        output = result.stdout.str() + result.stderr.str()
+        assert "PIN_TOKEN" in output
+        assert SHORT not in output

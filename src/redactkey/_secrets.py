@@ -256,6 +256,12 @@ class RunSecrets:
             self._sources[slot] = source
 
     @raised_at_entry
+    def collect(self, *components: object) -> None:
+        """Register every slot the components declare or hold, as `collect_run_secrets` does."""
+        for component in components:
+            _collect(self, component)
+
+    @raised_at_entry
     def add(self, slot: str, value: str | bytes | SecretStr | SecretBytes) -> None:
         """Register a value for `slot` (a slot may hold several, e.g. a refreshed token)."""
         _check_slot(slot)
@@ -426,8 +432,7 @@ def collect_run_secrets(
     there is nothing of it to leak.
     """
     secrets = RunSecrets(environ, min_length=min_length)
-    for component in components:
-        _collect(secrets, component)
+    secrets.collect(*components)
     return secrets
 
 

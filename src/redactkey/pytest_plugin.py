@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._errors import FixtureError, MissingFixtureError, SecretError
+from ._errors import FixtureError, MissingFixtureError
 from ._replay import MODE_ENV, MODEL_MODE_ENV, MODES, Mode, ModelFixtures
 
 if TYPE_CHECKING:
@@ -815,18 +815,11 @@ def run_secrets(
 ) -> RunSecrets:
     """The run's secrets: secret-looking environment variables, `[tool.redactkey]
     secret-env`, and the slots `redactkey_secret_slots` declares. New per test."""
-    from ._secrets import RunSecrets, _collect
+    from ._secrets import RunSecrets
 
     config = _project_config(request)
-    try:
-        secrets = RunSecrets.from_env(min_length=config.min_secret_length)
-        # The same steps as collect_run_secrets, into the one instance the redactor watches.
-        for component in (*config.secret_env, *redactkey_secret_slots):
-            _collect(secrets, component)
-    except SecretError as exc:
-        # Raised afresh so pytest's traceback, which prints each frame's arguments,
-        # does not show the frame that held the value.
-        raise SecretError(exc.slot, exc.problem, exc.fix) from None
+    secrets = RunSecrets.from_env(min_length=config.min_secret_length)
+    secrets.collect(*config.secret_env, *redactkey_secret_slots)
     return secrets
 
 
@@ -875,12 +868,9 @@ def _transport(
 ) -> Iterator[FixtureTransport]:
     from ._transport import FixtureTransport
 
-    transport = FixtureTransport(store, mode=mode, redactor=redactor, inner=inner)
-    # FixtureTransport takes no `how_to_record` yet; its ModelFixtures would tell a
-    # pytest user to "pass mode=...". Point at the option instead.
-    layer = getattr(transport, "_fixtures", None)
-    if layer is not None and hasattr(layer, "how_to_record"):
-        layer.how_to_record = HOW_TO_RECORD_MODEL
+    transport = FixtureTransport(
+        store, mode=mode, redactor=redactor, inner=inner, how_to_record=HOW_TO_RECORD_MODEL
+    )
     try:
         yield transport
     finally:
