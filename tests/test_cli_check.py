@@ -152,6 +152,22 @@ class TestCheckSources:
         assert code == 2
         assert "NOT_SET_ANYWHERE_X" in out + err
 
+    def test_configured_secret_env_unset_is_passed_over(
+        self, workdir: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """A configured `secret-env` name is searched when set and passed over when unset."""
+        value = "opaque-" + "Qx7" * 6
+        (workdir / ".redactkey.toml").write_text('secret-env = ["DEPLOY_BLOB"]\n',
+                                                 encoding="utf-8")
+        (workdir / "a.txt").write_text(f"x = {value}\n", encoding="utf-8")
+        monkeypatch.delenv("DEPLOY_BLOB", raising=False)
+        assert run_cli(capsys, "check", "a.txt")[0] == 0
+        monkeypatch.setenv("DEPLOY_BLOB", value)
+        code, out, _ = run_cli(capsys, "check", "a.txt")
+        assert code == 1
+        assert "a.txt:1: known-value (DEPLOY_BLOB)" in out
+
     def test_yaml_comment_scanned(self, workdir: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
         """A key in a YAML comment (not part of the data) is still found at its line."""

@@ -720,17 +720,24 @@ def build_redactor(
             skipped.add(exc.slot)
             if warn is not None:
                 warn(f"skipping {exc.slot}: {exc.problem}")
-    for name in (*config.secret_env, *secret_env):
+    # A name in the configuration file is shared by everyone who runs the hook; a shell
+    # without that variable has no value of it to leak, so the name is passed over
+    # (as the pytest plugin does). A name given with --secret-env must be set.
+    named = [(name, "configuration secret-env", False) for name in config.secret_env]
+    named += [(name, "--secret-env", True) for name in secret_env]
+    for name, origin, required in named:
         if name not in env:
+            if not required:
+                continue
             raise UsageError(
-                f"--secret-env {name}: no such environment variable; export it or drop the flag"
+                f"{origin} {name}: no such environment variable; export it or drop the flag"
             )
         if name in skipped:
             continue
         try:
             secrets.add(name, env[name])
         except SecretError as exc:
-            raise UsageError(f"--secret-env {name}: {exc.problem}; {exc.fix}") from None
+            raise UsageError(f"{origin} {name}: {exc.problem}; {exc.fix}") from None
     return Redactor(secrets, placeholder=config.placeholder,
                     sensitive_keys=config.sensitive_keys,
                     extra_patterns=config.extra_patterns())
