@@ -139,11 +139,17 @@ def canonicalize(value: Any) -> bytes:
         return _fast(value)
     except _NotFast:
         pass
-    plain = to_json(value)  # raises, naming the pointer, for anything not JSON
     try:
-        return _fast(plain)
-    except _NotFast:
-        return _reference(plain)
+        plain = to_json(value)  # raises, naming the pointer, for anything not JSON
+        try:
+            return _fast(plain)
+        except _NotFast:
+            return _reference(plain)
+    except RecursionError:
+        raise CanonicalizationError(
+            "", "the value nests deeper than Python's recursion limit allows",
+            "flatten it (no request or answer needs hundreds of levels)",
+        ) from None
 
 
 def _reference(plain: JSONValue) -> bytes:

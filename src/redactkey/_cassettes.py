@@ -39,6 +39,7 @@ import yaml
 
 from ._canonical import JSONValue, pointer_join
 from ._errors import FixtureFormatError
+from ._redact import MAX_NESTING, nesting_exceeds
 
 __all__ = [
     "Cassette",
@@ -207,7 +208,7 @@ def resolve_pointer(document: JSONValue, pointer: str) -> JSONValue:
             # a JSON body held in a string: the redactor reports pointers into it
             try:
                 node = json.loads(node)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None
         if isinstance(node, dict):
             if token not in node:
@@ -493,9 +494,9 @@ def _maybe_json(text: str) -> JSONValue:
     if stripped[:1] in ("{", "[") and len(text) < 32 * 1024 * 1024:
         try:
             parsed: JSONValue = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return text
-        return parsed
+        return text if nesting_exceeds(parsed) else parsed
     return text
 
 
@@ -686,6 +687,8 @@ def parse_text(path: Path, text: str, *, normalise: bool = True) -> Cassette:
     if is_json:
         try:
             raw: Any = json.loads(text)
+        except RecursionError:
+            raise FixtureFormatError(name, "JSON nested too deeply") from None
         except ValueError as exc:
             if path.suffix.lower() == ".json":
                 raise FixtureFormatError(name, f"not valid JSON: {exc}") from None
@@ -695,6 +698,9 @@ def parse_text(path: Path, text: str, *, normalise: bool = True) -> Cassette:
             lines = _LazyJSONLines(text)
     else:
         raw, lines = _load_yaml(name, text)
+    if nesting_exceeds(raw):
+        raise FixtureFormatError(name, f"nested deeper than {MAX_NESTING} levels, which no "
+                                 "recorded call needs; it is scanned as text only")
     fmt = _classify(raw, is_json)
     interactions: list[Interaction] = []
     document: JSONValue

@@ -23,6 +23,7 @@ from ._check import (
 from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
 from ._keys import key_from_material, key_material
+from ._redact import MAX_NESTING, nesting_exceeds
 from ._store import atomic_write
 
 __all__ = ["main", "run"]
@@ -60,11 +61,14 @@ def _read_json_stdin() -> object:
             f"stdin is not UTF-8: invalid byte at offset {exc.start}; save it as UTF-8"
         ) from None
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        value = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise InputFailure(
             f"stdin is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
+    except RecursionError:
+        raise InputFailure("stdin: JSON nested too deeply to read; flatten it") from None
+    return value
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -154,6 +158,11 @@ def key(kind: str, material: bool, redact: bool, secret_env: tuple[str, ...],
         config_path: Path | None) -> None:
     """Print the key of the request on stdin (64 hex characters)."""
     request = _read_json_stdin()
+    if nesting_exceeds(request):
+        raise InputFailure(
+            f"stdin: request nested deeper than {MAX_NESTING} levels; no request needs that, "
+            "pass the request document itself"
+        )
     try:
         config = load_config(explicit=config_path)
         redactor = build_redactor(
@@ -254,8 +263,10 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
     with progress_bar(color) as advance:
         report = plan_paths(paths, checker, write=write, echo=click.echo, progress=advance)
     for problem in report.problems:
-        click.echo(f"{problem.path}: cannot read: {problem.problem}")
-    changed = len({issue.path for issue in report.issues})
+        prefix = "" if problem.problem.startswith("cannot ") else "cannot read: "
+        click.echo(f"{problem.path}: {prefix}{problem.problem}")
+    changed = len({issue.path for issue in report.issues}
+                  | {problem.path for problem in report.problems})
     if write:
         click.echo(f"scrub: {report.files} files read; "
                    + ("done" if report.exit_code == 0 else f"{changed} files need attention"))

@@ -195,13 +195,7 @@ def _validate(table: Any, source: str, prefix: str) -> Config:
 def load_config_file(path: Path) -> Config:
     """Read and validate one `pyproject.toml` (its `[tool.redactkey]`) or `.redactkey.toml`."""
     source = str(path)
-    try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(source, f"cannot be read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(source, f"not valid TOML: {exc}") from None
+    data = _parse_toml(path, source)
     if path.name == "pyproject.toml":
         table = data.get("tool", {}).get("redactkey", {}) if isinstance(data, dict) else {}
         return _validate(table, source, "tool.redactkey.")
@@ -225,9 +219,8 @@ def find_config_file(start: Path) -> Path | None:
 
 def _has_table(pyproject: Path) -> bool:
     try:
-        with pyproject.open("rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError):
+        data = _parse_toml(pyproject, str(pyproject))
+    except ConfigError:
         # a broken pyproject without our table is not ours to report; with it, it is
         return b"[tool.redactkey" in _read_bytes(pyproject)
     tool = data.get("tool")
@@ -236,9 +229,33 @@ def _has_table(pyproject: Path) -> bool:
 
 def _read_bytes(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return path.read_bytes() if path.is_file() else b""
     except OSError:
         return b""
+
+
+def _parse_toml(path: Path, source: str) -> dict[str, Any]:
+    """A TOML file's table; every way it can be unusable is a `ConfigError` naming the file."""
+    try:
+        if path.exists() and not path.is_file():
+            # a directory, or a FIFO / device that would block or never end
+            raise ConfigError(source, "not a regular file; point --config at a TOML file")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(source, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            source, f"not UTF-8 (invalid byte at offset {exc.start}); save it as UTF-8"
+        ) from None
+    try:
+        table: dict[str, Any] = tomllib.loads(text)
+        return table
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(source, f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(source, "not usable TOML: nested too deeply") from None
 
 
 def load_config(start: Path | None = None, *, explicit: Path | None = None) -> Config:

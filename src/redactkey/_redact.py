@@ -146,6 +146,27 @@ _QUERY_KV = re.compile(
 _B64_TEXT = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2}")
 _SSE_LINE = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)(?=\r?$)")
 _MAX_DEPTH = 8
+# JSON held in a string is opened only up to this nesting; deeper is scanned as text (the
+# walk is recursive, and no recorded request or answer nests anywhere near this deep).
+MAX_NESTING = 100
+
+
+def nesting_exceeds(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether JSON-like `value` nests deeper than `limit` (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if level >= limit:
+            return True
+        stack.extend((child, level + 1) for child in children
+                     if isinstance(child, (dict, list)))
+    return False
 _MAX_PASSES = 8
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _SCALARS = frozenset({int, float, bool, type(None)})
@@ -540,9 +561,9 @@ class Redactor:
         if head in ("{", "["):
             try:
                 data = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested too deeply to open: scan as text
                 return None
-            if not isinstance(data, (dict, list)):
+            if not isinstance(data, (dict, list)) or nesting_exceeds(data):
                 return None
             redacted = self._value(data, pointer, found, depth + 1)
             if redacted == data:
@@ -728,8 +749,10 @@ class Redactor:
                 if payload[:1] in ("{", "["):
                     try:
                         value = json.loads(payload)
-                        is_json = True
-                    except ValueError:
+                        is_json = not nesting_exceeds(value)
+                    except (ValueError, RecursionError):
+                        value = payload
+                    if not is_json:
                         value = payload
                 start, end = match.span("payload")
                 events.append((index, start, end, value, is_json))

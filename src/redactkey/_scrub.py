@@ -11,6 +11,7 @@ safe dumper (binary bodies stay `!!binary`, gzip bodies are recompressed).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -201,7 +202,13 @@ def write_change(change: Change, checker: Checker) -> list[Issue]:
     """Apply a change atomically; returns the findings still present afterwards."""
     atomic_write(change.new_path, change.data)
     if change.renames:
-        os.unlink(change.target.path)
+        try:
+            os.unlink(change.target.path)
+        except OSError:
+            # keep the old state whole: never both the old and the renamed file
+            with contextlib.suppress(OSError):
+                os.unlink(change.new_path)
+            raise
     after = Target(change.new_path, change.target.display if not change.renames else
                    change.target.display.rsplit("/", 1)[0] + "/" + change.new_path.name
                    if "/" in change.target.display else change.new_path.name)
@@ -227,6 +234,10 @@ def plan_paths(
         except FixtureFormatError as exc:
             report.problems.append(InputProblem(target.display, exc.problem))
             continue
+        except OSError as exc:  # changed or removed while being read
+            report.problems.append(InputProblem(target.display,
+                                                f"cannot be read: {exc.strerror or exc}"))
+            continue
         report.files += 1
         if change is None:
             continue
@@ -241,7 +252,14 @@ def plan_paths(
                                                          detail=change.conflict)])
             continue
         if write:
-            remaining = write_change(change, checker)
+            try:
+                remaining = write_change(change, checker)
+            except OSError as exc:
+                report.problems.append(InputProblem(
+                    target.display,
+                    f"cannot write: {exc.strerror or exc}; the file was left unchanged, make "
+                    "its directory writable and run again"))
+                continue
             report.issues.extend(remaining)
             echo(f"{target.display}: {verb}" + (f"; {len(remaining)} findings remain"
                                                   if remaining else ""))
