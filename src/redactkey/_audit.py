@@ -65,7 +65,29 @@ class _FixtureSchema:
         pointer = ""
         for token in error.absolute_path:
             pointer = pointer_join(pointer, token)
-        return pointer, error.message[:200]
+        return pointer, _without_values(error)[:200]
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, (bool, int, float)) or value is None:
+        return json.dumps(value)
+    if isinstance(value, str):
+        return f"the string {mask(value)!r}" if len(value) > 8 else f"the string {value!r}"
+    return "an object" if isinstance(value, dict) else "an array"
+
+
+def _without_values(error: Any) -> str:
+    """A schema error's message with the document's values masked: jsonschema quotes the
+    offending instance (a whole fixture, secrets included) and unexpected member names."""
+    message = str(error.message)
+    message = message.replace(repr(error.instance), _describe_value(error.instance))
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {})) if isinstance(error.schema, dict) \
+            else set()
+        for name in error.instance:
+            if name not in allowed:
+                message = message.replace(repr(name), repr(mask(str(name))))
+    return message
 
 
 class Auditor:
@@ -123,7 +145,8 @@ class Auditor:
         if type(version) is not int or version != FORMAT_VERSION:
             return [Issue(display, cassette.line_for("/version"), "unknown-version",
                           pointer="/version",
-                          detail=f"version {version!r}; this redactkey reads {FORMAT_VERSION}")]
+                          detail=f"version {_describe_value(version)}; this redactkey reads "
+                                 f"{FORMAT_VERSION}")]
         problem = self.schema.first_error(document)
         if problem is not None:
             pointer, message = problem

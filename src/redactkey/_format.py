@@ -238,6 +238,16 @@ def _load_json(path: str, data: bytes) -> Any:
         raise FixtureFormatError(path, "JSON nested too deeply") from None
 
 
+def _shown_version(version: object) -> str:
+    """The version as it may be printed: numbers as they are, anything else only by type
+    (a hand-edited file can hold any text there, a secret included)."""
+    if isinstance(version, (int, float)) and not isinstance(version, bool):
+        return repr(version)
+    if isinstance(version, str) and len(version) <= 4:  # too short to be a credential
+        return repr(version)
+    return f"of type {type(version).__name__}"
+
+
 def _check_version(path: str, doc: Any, what: str) -> None:
     if not isinstance(doc, dict):
         raise FixtureFormatError(path, f"a {what} file must hold a JSON object")
@@ -248,7 +258,8 @@ def _check_version(path: str, doc: Any, what: str) -> None:
     if type(version) is not int or version != FORMAT_VERSION:
         raise FixtureFormatError(
             path,
-            f"format version {version!r} is not supported (this redactkey reads version "
+            f"format version {_shown_version(version)} is not supported (this redactkey "
+            "reads version "
             f"{FORMAT_VERSION})",
             pointer="/version",
         )

@@ -1,0 +1,70 @@
+"""Secret values never reach a report line: schema errors and version problems are masked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from redactkey._cli import main
+from redactkey._errors import FixtureFormatError
+from redactkey._format import parse_fixture
+
+SECRET = "sk-proj-" + "Q7r9" * 12
+VALID_KEY = "a" * 64
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / ".redactkey.toml").write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+BROKEN_FIXTURES = {
+    "whole-document": {"version": 1, "key": VALID_KEY, "kind": "chat",
+                       "request": {"messages": SECRET}},
+    "version": {"version": SECRET, "key": VALID_KEY, "kind": "chat", "request": {}},
+    "key": {"version": 1, "key": SECRET, "kind": "chat", "request": {}, "answer": 1},
+}
+
+
+class TestAuditSchemaErrors:
+    """`redact audit` describes a broken fixture without quoting its values."""
+
+    @pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+    @pytest.mark.parametrize("case", sorted(BROKEN_FIXTURES))
+    def test_no_secret_in_report(self, workdir: Path, capsys: pytest.CaptureFixture[str],
+                                 case: str, fmt: str) -> None:
+        """The schema/version finding is reported, masked, in every format."""
+        (workdir / "f.json").write_text(json.dumps(BROKEN_FIXTURES[case]), encoding="utf-8")
+        code = main(["audit", "--format", fmt, "f.json"])
+        out, err = capsys.readouterr()
+        assert code == 1
+        assert "schema-invalid" in out or "unknown-version" in out
+        assert SECRET[8:20] not in out + err
+
+    def test_scrub_version_problem_masked(self, workdir: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+        """scrub's one-line problem for a bad version names the type, not the value."""
+        (workdir / "f.json").write_text(json.dumps(BROKEN_FIXTURES["version"]),
+                                        encoding="utf-8")
+        code = main(["scrub", "f.json"])
+        out, err = capsys.readouterr()
+        assert code == 2
+        assert "format version of type str is not supported" in out
+        assert SECRET[8:20] not in out + err
+
+
+class TestFixtureFormatErrorMessage:
+    """Reading a fixture whose version holds a secret raises an error without it."""
+
+    def test_version_value_not_quoted(self) -> None:
+        """The error names the file and the version's type only."""
+        raw = json.dumps(BROKEN_FIXTURES["version"]).encode()
+        with pytest.raises(FixtureFormatError) as info:
+            parse_fixture("f.json", raw)
+        assert "f.json" in str(info.value)
+        assert SECRET[8:20] not in str(info.value)
+        assert SECRET[8:20] not in repr(info.value)
