@@ -68,3 +68,33 @@ class TestFixtureFormatErrorMessage:
         assert "f.json" in str(info.value)
         assert SECRET[8:20] not in str(info.value)
         assert SECRET[8:20] not in repr(info.value)
+
+
+class TestSecretMemberNames:
+    """An object key holding a secret is masked in every pointer a report prints."""
+
+    @pytest.mark.parametrize("command", ["check", "audit"])
+    @pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+    def test_pointer_masked(self, workdir: Path, capsys: pytest.CaptureFixture[str],
+                            command: str, fmt: str) -> None:
+        """A token map keyed by the token is found and reported as `/tokens/sk-p…`."""
+        (workdir / "t.json").write_text(json.dumps({"tokens": {SECRET: "alice"}}),
+                                        encoding="utf-8")
+        code = main([command, "--format", fmt, "t.json"])
+        out, err = capsys.readouterr()
+        assert code == 1
+        assert SECRET[8:20] not in out + err
+        if fmt == "json":
+            pointers = {issue["pointer"] for issue in json.loads(out)["findings"]}
+            assert "/tokens/sk-p…" in pointers
+
+    def test_schema_error_pointer_masked(self, workdir: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+        """A schema error below a secret member name names the member masked."""
+        doc = {"version": 1, "key": VALID_KEY, "kind": "chat", "request": {},
+               "answer": 1, "stats": {SECRET: 1}}
+        (workdir / "f.json").write_text(json.dumps(doc), encoding="utf-8")
+        code = main(["audit", "--format", "json", "f.json"])
+        out, err = capsys.readouterr()
+        assert code == 1
+        assert SECRET[8:20] not in out + err

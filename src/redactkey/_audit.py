@@ -150,8 +150,9 @@ class Auditor:
         problem = self.schema.first_error(document)
         if problem is not None:
             pointer, message = problem
+            shown = self.checker.masked_pointer(pointer)
             return [Issue(display, cassette.line_for(pointer), "schema-invalid",
-                          pointer=pointer, detail=f"{pointer or '(root)'}: {message}")]
+                          pointer=shown, detail=f"{shown or '(root)'}: {message}")]
         raw = target.path.read_bytes()
         try:
             fixture = parse_fixture(display, raw)

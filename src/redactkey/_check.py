@@ -27,7 +27,7 @@ from ._cassettes import Cassette, parse_text, read_text, resolve_pointer
 from ._config import Config
 from ._errors import FixtureFormatError, SecretError, UsageError
 from ._redact import Redactor
-from ._secrets import RunSecrets
+from ._secrets import RunSecrets, mask
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -675,8 +675,8 @@ class Checker:
                 slot = slot or name
             offset = finding.start if isinstance(value, str) else None
             line = cassette.line_for(finding.pointer, offset)
-            issues.append(Issue(display, line, rule, pointer=finding.pointer, slot=slot,
-                                preview=finding.preview))
+            issues.append(Issue(display, line, rule, pointer=self.masked_pointer(finding.pointer),
+                                slot=slot, preview=finding.preview))
         if cassette.text.lstrip()[:1] not in ("{", "["):
             # YAML comments are not part of the document but are committed all the same
             for number, comment in enumerate(cassette.text.splitlines(), 1):
@@ -687,6 +687,20 @@ class Checker:
                             issues.append(Issue(display, number, finding.rule,
                                                 slot=finding.slot, preview=finding.preview))
         return issues
+
+    def masked_pointer(self, pointer: str) -> str:
+        """`pointer` with every member name that holds a secret masked (`/sk-p…`): an object
+        key can be a credential (a token map), and reports print pointers."""
+        tokens = pointer.split("/")
+        changed = False
+        for index, token in enumerate(tokens[1:], 1):
+            if len(token) < self.config.min_secret_length or token.isdigit():
+                continue
+            name = token.replace("~1", "/").replace("~0", "~")
+            if self.redactor.redact_text(name) != name:
+                tokens[index] = mask(name).replace("~", "~0").replace("/", "~1")
+                changed = True
+        return "/".join(tokens) if changed else pointer
 
     # -- allowlist --------------------------------------------------------------------
 
