@@ -98,3 +98,26 @@ class TestSecretMemberNames:
         out, err = capsys.readouterr()
         assert code == 1
         assert SECRET[8:20] not in out + err
+
+
+class TestRedactorSurfaces:
+    """Finding reprs and redactor errors mask a member name that holds a secret."""
+
+    def test_finding_repr(self) -> None:
+        """The finding under a token-keyed map prints its pointer masked, keeps it whole."""
+        from redactkey import Redactor, RunSecrets
+
+        (finding,) = Redactor(RunSecrets()).findings({"tokens": {SECRET: "alice"}})
+        assert finding.pointer == f"/tokens/{SECRET}"
+        assert SECRET[8:20] not in repr(finding)
+        assert SECRET[8:20] not in str(finding)
+        assert "/tokens/sk-p…" in repr(finding)
+
+    def test_usage_error_message(self) -> None:
+        """A value that cannot be redacted is located by a masked pointer."""
+        from redactkey import Redactor, RunSecrets, UsageError
+
+        with pytest.raises(UsageError) as info:
+            Redactor(RunSecrets()).redact({"tokens": {SECRET: object()}})
+        assert "/tokens/sk-p…" in str(info.value)
+        assert SECRET[8:20] not in str(info.value)

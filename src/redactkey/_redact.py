@@ -110,7 +110,25 @@ def _norm(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-@dataclass(frozen=True)
+_POINTER_DETECTORS: list[Detectors] = []
+
+
+def shown_pointer(pointer: str) -> str:
+    """`pointer` as it may be printed: a member name that looks like a credential (a token
+    map keyed by the token) is masked to `sk-p…`. The real pointer stays on the object."""
+    if not pointer:
+        return pointer
+    if not _POINTER_DETECTORS:
+        _POINTER_DETECTORS.append(Detectors())
+    detectors = _POINTER_DETECTORS[0]
+    tokens = pointer.split("/")
+    for index, token in enumerate(tokens[1:], 1):
+        if len(token) >= 8 and (looks_high_entropy(token) or detectors.spans(token)):
+            tokens[index] = mask(token)
+    return "/".join(tokens)
+
+
+@dataclass(frozen=True, repr=False)
 class Finding:
     """One thing the redactor takes out: where, found by what, and a masked preview.
 
@@ -125,6 +143,11 @@ class Finding:
     preview: str
     start: int = 0
     end: int = 0
+
+    def __repr__(self) -> str:
+        return (f"Finding(pointer={shown_pointer(self.pointer)!r}, rule={self.rule!r}, "
+                f"slot={self.slot!r}, preview={self.preview!r}, start={self.start}, "
+                f"end={self.end})")
 
 
 # --- text structure rules keyed by name -------------------------------------------------
@@ -407,7 +430,8 @@ class Redactor:
         if isinstance(value, BaseModel):
             return self._value(value.model_dump(mode="json"), pointer, found, depth)
         raise UsageError(
-            f"cannot redact a {type(value).__name__} at {pointer or '(root)'}: pass JSON-like "
+            f"cannot redact a {type(value).__name__} at {shown_pointer(pointer) or '(root)'}: "
+            "pass JSON-like "
             "data (dict, list, str, number, bool, None), str or bytes"
         )
 
