@@ -3,10 +3,13 @@ traceback, and nothing half-written."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -192,3 +195,45 @@ class TestScrubWriteFailure:
         assert code == 2, out
         assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
         assert "Traceback" not in out
+
+
+class TestBadRunReport:
+    """`redact audit --run-report` with an unusable report: one line naming it, exit 2."""
+
+    def test_too_deep(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A report nested past the recursion limit is refused without a traceback."""
+        (workdir / "r.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+        (workdir / "f.txt").write_text("hello\n", encoding="utf-8")
+        code, out = run(capsys, "audit", "--run-report", "r.json", "f.txt")
+        assert code == 2
+        assert out.startswith("Error: r.json: JSON nested too deeply"), out
+        assert out.count("\n") == 1, out
+
+    def test_fifo(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A FIFO given as the report is refused before it is opened (it would block)."""
+        fifo(workdir / "r.json")
+        (workdir / "f.txt").write_text("hello\n", encoding="utf-8")
+        code, out = run(capsys, "audit", "--run-report", "r.json", "f.txt")
+        assert code == 2
+        assert out.startswith("Error: r.json: not a regular file"), out
+
+    def test_config_fifo(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A FIFO given as --config is refused before it is opened (it would block)."""
+        fifo(workdir / "c.toml")
+        (workdir / "f.txt").write_text("hello\n", encoding="utf-8")
+        code, out = run(capsys, "check", "--config", "c.toml", "f.txt")
+        assert code == 2
+        assert out.startswith("Error: c.toml: not a regular file"), out
+
+
+def fifo(path: Path) -> None:
+    """A FIFO at `path`; a writer opens and closes it after a few seconds, so a regression
+    that reads it fails instead of blocking the suite."""
+    os.mkfifo(path)
+
+    def unblock() -> None:
+        time.sleep(3)
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+    threading.Thread(target=unblock, daemon=True).start()

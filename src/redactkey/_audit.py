@@ -331,12 +331,16 @@ def _http_cassette(display: str, cassette: Cassette, reported: set[str]) -> list
 def load_unused_files(path: Path) -> frozenset[Path]:
     """Fixture files a run report (`.redactkey-report.json`, written by the pytest plugin)
     lists as unused, resolved against the report's directory."""
+    if path.exists() and not path.is_file():  # a FIFO or device would block or never end
+        raise FixtureFormatError(str(path), "not a regular file")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise FixtureFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise FixtureFormatError(str(path), f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise FixtureFormatError(str(path), "JSON nested too deeply") from None
     if not isinstance(data, dict) or data.get("version") != 1:
         raise FixtureFormatError(
             str(path), "not a redactkey run report of version 1 (write one with pytest "
