@@ -237,3 +237,34 @@ def fifo(path: Path) -> None:
             os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
 
     threading.Thread(target=unblock, daemon=True).start()
+
+
+class TestUnopenablePaths:
+    """A named path that cannot be opened says why, on one line naming it; exit 2."""
+
+    @pytest.mark.parametrize(("make", "expected"), [
+        ("loop", "symbolic link loop"),
+        ("broken", "broken symbolic link"),
+        ("under-file", "a parent of this path is a file"),
+        ("missing", "no such file or directory"),
+    ])
+    @pytest.mark.parametrize("command", ["check", "audit", "scrub"])
+    def test_reason(self, workdir: Path, capsys: pytest.CaptureFixture[str], make: str,
+                    expected: str, command: str) -> None:
+        """Loops, dangling links and paths below a file are told apart from absence."""
+        if make == "loop":
+            os.symlink("b.json", workdir / "a.json")
+            os.symlink("a.json", workdir / "b.json")
+            target = "a.json"
+        elif make == "broken":
+            os.symlink("gone.json", workdir / "a.json")
+            target = "a.json"
+        elif make == "under-file":
+            (workdir / "f.json").write_text("{}", encoding="utf-8")
+            target = "f.json/x.json"
+        else:
+            target = "a.json"
+        code, out = run(capsys, command, target)
+        assert code == 2
+        assert f"{target}: cannot read: {expected}" in out, out
+        assert "Traceback" not in out

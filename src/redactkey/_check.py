@@ -12,6 +12,7 @@ Exit codes: 0 clean, 1 findings, 2 usage error or unreadable input.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -560,6 +561,21 @@ def _display(path: Path) -> str:
         return path.as_posix()
 
 
+def _missing_reason(path: Path) -> str:
+    """Why a named path cannot be opened: a dangling or looping link, a parent that is a
+    file, or plain absence."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop; fix or remove the link"
+        if exc.errno == errno.ENOTDIR:
+            return "a parent of this path is a file, not a directory; check the path"
+        if path.is_symlink():
+            return "broken symbolic link (its target does not exist); fix or remove the link"
+    return "no such file or directory"
+
+
 def expand_paths(
     paths: Sequence[str], *, suffixes: frozenset[str] | None = None
 ) -> tuple[list[Target], list[InputProblem]]:
@@ -587,7 +603,7 @@ def expand_paths(
         elif path.exists():
             problems.append(InputProblem(raw, "not a regular file"))
         else:
-            problems.append(InputProblem(raw, "no such file or directory"))
+            problems.append(InputProblem(raw, _missing_reason(path)))
     return targets, problems
 
 
