@@ -121,3 +121,25 @@ class TestRedactorSurfaces:
             Redactor(RunSecrets()).redact({"tokens": {SECRET: object()}})
         assert "/tokens/sk-p…" in str(info.value)
         assert SECRET[8:20] not in str(info.value)
+
+
+class TestMissingFixtureDiff:
+    """The nearest-call diff of a MissingFixtureError masks secrets in member names."""
+
+    def test_recorded_member_name(self, tmp_path: Path) -> None:
+        """A fixture recorded with a token as a member name shows it as `sk-p…`."""
+        from redactkey import Fixture, FixtureDir, MissingFixtureError, ToolFixtures
+        from redactkey._keys import KeySpec, key_from_material, key_material
+
+        material = key_material("tool:search", {"query": "w", "tokens": {SECRET: "alice"}},
+                                spec=KeySpec.whole())
+        FixtureDir(tmp_path).put(Fixture(key=key_from_material(material), kind="tool:search",
+                                         request=material, answer={"t": 1}))
+        tools = ToolFixtures(FixtureDir(tmp_path), mode="replay")
+        with pytest.raises(MissingFixtureError) as info:
+            tools.call("search", {"query": "w", "tokens": {SECRET: "bob"}}, None)
+        message = str(info.value)
+        assert "/request/tokens/sk-p…: removed" in message
+        assert SECRET[8:20] not in message
+        assert SECRET[8:20] not in repr(info.value)
+        assert all(SECRET[8:20] not in line for line in info.value.diff)

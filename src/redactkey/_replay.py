@@ -49,8 +49,8 @@ from ._errors import (
 )
 from ._format import Fixture, RecordedErrorBody
 from ._keys import KeySpec, find_volatile, key_from_material, key_material
-from ._redact import Redactor
-from ._secrets import RunSecrets
+from ._redact import Redactor, shown_pointer
+from ._secrets import RunSecrets, mask
 from ._store import FixtureStore
 
 __all__ = [
@@ -190,9 +190,20 @@ def material_diff(recorded: Any, wanted: Any) -> list[tuple[str, str, Any, Any]]
     return out
 
 
+def _masked_pointer(pointer: str, redactor: StreamRedactor) -> str:
+    tokens = pointer.split("/")
+    for index, token in enumerate(tokens[1:], 1):
+        name = token.replace("~1", "/").replace("~0", "~")
+        if len(name) >= 8 and redactor.redact_text(name) != name:
+            tokens[index] = mask(name)
+    return shown_pointer("/".join(tokens))
+
+
 def _format_diff(diff: list[tuple[str, str, Any, Any]], redactor: StreamRedactor) -> list[str]:
     lines = []
-    for what, pointer, old, new in diff[:_DIFF_LINES]:
+    for what, raw_pointer, old, new in diff[:_DIFF_LINES]:
+        # a fixture recorded before a secret was known can hold it as a member name
+        pointer = _masked_pointer(raw_pointer, redactor)
         if what == "added":
             lines.append(f"{pointer}: added {_preview(new, redactor)}")
         elif what == "removed":
