@@ -74,6 +74,7 @@ DEFAULT_MODE: Mode = "replay"
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+L = TypeVar("L", bound=Callable[..., Any])
 
 _DIFF_LINES = 12
 _PREVIEW = 40
@@ -489,10 +490,17 @@ class ModelFixtures:
             raise StaleFixtureError(path, "it holds one answer but the call wants a stream")
         return cast(list[Any], _copy_json(fixture.chunks))
 
-    def _need_live(self, live: object) -> None:
+    def _need_live(self, live: L | None) -> L:
         if live is None:
             raise UsageError(f"mode {self.mode!r} calls the live callee, but live is None; "
                              "pass a callable or use mode 'replay'")
+        return live
+
+    def _going_live(self, call: _Call, live: L | None) -> L:
+        """A miss outside replay: the callee is needed, and volatile key material is named."""
+        callee = self._need_live(live)
+        self._warn_volatile(call)
+        return callee
 
     def _after_answer(self, call: _Call, answer: Any, schema: Mapping[str, Any] | None) -> Any:
         data = answer_json(answer)
@@ -524,16 +532,12 @@ class ModelFixtures:
     ) -> Any:
         """The answer of a call: replayed, or from `live` (and recorded), per the mode."""
         if self.mode == "live":
-            self._need_live(live)
-            assert live is not None
-            return live()
+            return self._need_live(live)()
         call = self._key(kind, request, spec)
         fixture = self._lookup(call)
         if fixture is not None:
             return self._answer_from(fixture, schema)
-        self._need_live(live)
-        assert live is not None
-        self._warn_volatile(call)
+        live = self._going_live(call, live)
         try:
             answer = live()
         except BaseException as exc:
@@ -556,16 +560,12 @@ class ModelFixtures:
         once it has been read to its end, so an interrupted stream records nothing.
         """
         if self.mode == "live":
-            self._need_live(live)
-            assert live is not None
-            return iter(live())
+            return iter(self._need_live(live)())
         call = self._key(kind, request, spec)
         fixture = self._lookup(call)
         if fixture is not None:
             return iter(self._chunks_from(fixture))
-        self._need_live(live)
-        assert live is not None
-        self._warn_volatile(call)
+        live = self._going_live(call, live)
         try:
             source = live()
         except BaseException as exc:
@@ -594,16 +594,12 @@ class ModelFixtures:
     ) -> Any:
         """Async twin of `call`: `live` returns an awaitable."""
         if self.mode == "live":
-            self._need_live(live)
-            assert live is not None
-            return await live()
+            return await self._need_live(live)()
         call = self._key(kind, request, spec)
         fixture = self._lookup(call)
         if fixture is not None:
             return self._answer_from(fixture, schema)
-        self._need_live(live)
-        assert live is not None
-        self._warn_volatile(call)
+        live = self._going_live(call, live)
         try:
             answer = await live()
         except BaseException as exc:
@@ -622,16 +618,12 @@ class ModelFixtures:
     ) -> AsyncIterator[Any]:
         """Async twin of `stream`: `live` returns an async iterable (or an awaitable of one)."""
         if self.mode == "live":
-            self._need_live(live)
-            assert live is not None
-            return _passthrough(live)
+            return _passthrough(self._need_live(live))
         call = self._key(kind, request, spec)
         fixture = self._lookup(call)
         if fixture is not None:
             return _aiter_list(self._chunks_from(fixture))
-        self._need_live(live)
-        assert live is not None
-        self._warn_volatile(call)
+        live = self._going_live(call, live)
         return self._arecord_stream(call, live)
 
     async def _arecord_stream(
