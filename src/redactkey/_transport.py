@@ -639,6 +639,23 @@ class FixtureTransport(_TransportBase):
         except MissingFixtureError as miss:
             raise _sdk_miss(miss, document, self._redactor) from None
 
+    def _capture(self, seen: list[_Live], response: Any, body: bytes) -> JSON:
+        """The live answer as a response document; an environment failure is never recorded."""
+        captured = _Live(response.status_code, response.headers.multi_items(), body)
+        if is_environment_failure(captured.status):
+            raise _EnvironmentFailure(captured)
+        seen.append(captured)
+        return self._document(captured)
+
+    def _respond(
+        self, library: ModuleType, request: Any, answer: JSON,
+        document: Mapping[str, JSON], seen: list[_Live],
+    ) -> Any:
+        """The live response when one was made (byte-exact), else the replayed one."""
+        if seen:
+            return self._from_live(library, request, seen[-1])
+        return self._from_document(library, request, answer, document)
+
     def _call(self, library: ModuleType, request: Any, document: dict[str, JSON]) -> Any:
         seen: list[_Live] = []
 
@@ -648,19 +665,13 @@ class FixtureTransport(_TransportBase):
                 body = response.read()
             finally:
                 response.close()
-            captured = _Live(response.status_code, response.headers.multi_items(), body)
-            if is_environment_failure(captured.status):
-                raise _EnvironmentFailure(captured)
-            seen.append(captured)
-            return self._document(captured)
+            return self._capture(seen, response, body)
 
         try:
             answer = self._fixtures.call(KIND, document, live)
         except _EnvironmentFailure as failure:
             return self._from_live(library, request, failure.live)
-        if seen:
-            return self._from_live(library, request, seen[-1])
-        return self._from_document(library, request, answer, document)
+        return self._respond(library, request, answer, document, seen)
 
     def _stream(self, library: ModuleType, request: Any, document: dict[str, JSON]) -> Any:
         seen: list[_Live] = []
@@ -745,19 +756,13 @@ class FixtureTransport(_TransportBase):
                 body = await response.aread()
             finally:
                 await response.aclose()
-            captured = _Live(response.status_code, response.headers.multi_items(), body)
-            if is_environment_failure(captured.status):
-                raise _EnvironmentFailure(captured)
-            seen.append(captured)
-            return self._document(captured)
+            return self._capture(seen, response, body)
 
         try:
             answer = await self._fixtures.acall(KIND, document, live)
         except _EnvironmentFailure as failure:
             return self._from_live(library, request, failure.live)
-        if seen:
-            return self._from_live(library, request, seen[-1])
-        return self._from_document(library, request, answer, document)
+        return self._respond(library, request, answer, document, seen)
 
     async def _astream(self, library: ModuleType, request: Any, document: dict[str, JSON]) -> Any:
         seen: list[_Live] = []
