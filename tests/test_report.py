@@ -10,18 +10,17 @@ import jsonschema
 import pytest
 
 from conftest import ROOT
-from redactkey._check import (
+from redactkey._findings import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
     InputProblem,
     Issue,
     Report,
-    header_class,
-    looks_redacted,
-    render,
-    to_sarif,
 )
+from redactkey._placeholders import looks_redacted
+from redactkey._render import render, to_sarif
+from redactkey._vocabulary import header_class
 
 SARIF_SCHEMA = json.loads(
     (ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8")

@@ -22,19 +22,10 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
 from ._canonical import canonicalize, pointer_join
-from ._cassettes import Cassette, Interaction, Message
-from ._check import (
-    STRUCTURED_SUFFIXES,
-    Checker,
-    InputProblem,
-    Issue,
-    Report,
-    Target,
-    expand_paths,
-    header_class,
-    looks_redacted,
-)
+from ._cassettes import Interaction, Message, Recording
+from ._check import STRUCTURED_SUFFIXES, Checker, Target, expand_paths
 from ._errors import FixtureFormatError
+from ._findings import InputProblem, Issue, Report
 from ._format import (
     FORMAT_VERSION,
     dump_document,
@@ -43,8 +34,10 @@ from ._format import (
     parse_fixture,
 )
 from ._keys import find_volatile, key_from_material
+from ._placeholders import looks_redacted
 from ._secrets import mask
 from ._store import kind_for_file_name
+from ._vocabulary import header_class
 
 __all__ = ["Auditor", "audit_paths", "load_unused_files"]
 
@@ -134,7 +127,7 @@ class Auditor:
         return issues
 
     def _fixture(
-        self, target: Target, cassette: Cassette, named: tuple[str, str] | None
+        self, target: Target, cassette: Recording, named: tuple[str, str] | None
     ) -> list[Issue]:
         display = target.display
         document = cassette.document
@@ -178,7 +171,7 @@ class Auditor:
                                 pointer=pointer, detail=found.reason))
         return issues
 
-    def _store(self, target: Target, cassette: Cassette) -> list[Issue]:
+    def _store(self, target: Target, cassette: Recording) -> list[Issue]:
         """Our single-file cassette store: version, schema, keys, order and formatting."""
         display = target.display
         raw = target.path.read_bytes()
@@ -271,7 +264,7 @@ def _key_mismatch(
 # --------------------------------------------------------------------------- cassettes
 
 
-def _header_issues(display: str, cassette: Cassette, message: Message,
+def _header_issues(display: str, cassette: Recording, message: Message,
                    reported: set[str]) -> list[Issue]:
     issues: list[Issue] = []
     for name, values in message.headers.items():
@@ -300,7 +293,7 @@ def _request_identity(call: Interaction) -> str:
     return "\0".join((call.method or "", call.uri or "", body))
 
 
-def _http_cassette(display: str, cassette: Cassette, reported: set[str]) -> list[Issue]:
+def _http_cassette(display: str, cassette: Recording, reported: set[str]) -> list[Issue]:
     issues: list[Issue] = []
     seen: dict[str, int] = {}
     for call in cassette.interactions:

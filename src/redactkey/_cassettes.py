@@ -30,7 +30,7 @@ import io
 import json
 import re
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,10 +42,10 @@ from ._errors import FixtureFormatError
 from ._redact import MAX_NESTING, nesting_exceeds
 
 __all__ = [
-    "Cassette",
     "Interaction",
     "LineMap",
     "Message",
+    "Recording",
     "decode_body_bytes",
     "load_cassette",
     "load_yaml_raw",
@@ -161,7 +161,7 @@ class Interaction:
 
 
 @dataclass
-class Cassette:
+class Recording:
     """A loaded file: its format, decoded document, interactions and line map."""
 
     path: Path
@@ -674,8 +674,8 @@ def _classify(document: JSONValue, is_json: bool) -> str:
     return "json" if is_json else "yaml"
 
 
-def parse_text(path: Path, text: str, *, normalise: bool = True) -> Cassette:
-    """Parse the text of a JSON or YAML file into a `Cassette` (any structure is accepted).
+def parse_text(path: Path, text: str, *, normalise: bool = True) -> Recording:
+    """Parse the text of a JSON or YAML file into a `Recording` (any structure is accepted).
 
     With `normalise=False` a JSON file's document is the parsed JSON as it is (no
     interactions are built): the fast path of `redact check`, where the redactor opens
@@ -716,7 +716,7 @@ def parse_text(path: Path, text: str, *, normalise: bool = True) -> Cassette:
                     for k, v in raw.items()}
     else:
         document = _decode_tree(raw)
-    return Cassette(path=path, format=fmt, document=document, lines=lines,
+    return Recording(path=path, format=fmt, document=document, lines=lines,
                     interactions=interactions, text=text)
 
 
@@ -732,19 +732,7 @@ def read_text(path: Path) -> str:
         return data.decode("latin-1")
 
 
-def load_cassette(path: Path | str) -> Cassette:
+def load_cassette(path: Path | str) -> Recording:
     """Read one JSON/YAML cassette or fixture file; `FixtureFormatError` if it cannot be parsed."""
     target = Path(path)
     return parse_text(target, read_text(target))
-
-
-def iter_strings(value: JSONValue, pointer: str = "") -> Iterator[tuple[str, str]]:
-    """Every string in a JSON document with its pointer (object keys excluded)."""
-    if isinstance(value, str):
-        yield pointer, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from iter_strings(item, pointer_join(pointer, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from iter_strings(item, pointer_join(pointer, index))

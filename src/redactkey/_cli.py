@@ -11,20 +11,15 @@ from pathlib import Path
 import click
 
 from ._canonical import canonicalize
-from ._check import (
-    IDENTIFYING_HEADERS,
-    Checker,
-    Report,
-    build_redactor,
-    check_paths,
-    progress_bar,
-    render,
-)
+from ._check import Checker, build_redactor, check_paths, progress_bar
 from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
+from ._findings import Report
 from ._keys import key_from_material, key_material
 from ._redact import MAX_NESTING, nesting_exceeds
+from ._render import render
 from ._store import atomic_write
+from ._vocabulary import IDENTIFYING_HEADERS
 
 __all__ = ["main", "run"]
 

@@ -24,16 +24,9 @@ import yaml
 
 from ._canonical import pointer_join
 from ._cassettes import load_yaml_raw
-from ._check import (
-    STRUCTURED_SUFFIXES,
-    Checker,
-    InputProblem,
-    Issue,
-    Report,
-    Target,
-    expand_paths,
-)
+from ._check import STRUCTURED_SUFFIXES, Checker, Target, expand_paths
 from ._errors import FixtureFormatError
+from ._findings import InputProblem, Issue, Report
 from ._format import Fixture, dump_document, parse_cassette, parse_fixture
 from ._keys import key_from_material
 from ._store import FixtureDir, atomic_write, kind_for_file_name
