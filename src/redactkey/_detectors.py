@@ -17,27 +17,54 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import ahocorasick
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+
+@contextmanager
+def _host_state_kept() -> Iterator[None]:
+    """Undo what detect-secrets does to process-wide logging and warnings when it loads."""
+    showwarning = warnings.showwarning
+    logger = logging.getLogger("detect-secrets")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    try:
+        yield
+    finally:
+        if warnings.showwarning is not showwarning:
+            # it turned capturing on (the host had not): turn it off, restoring the hook
+            logging.captureWarnings(False)
+            warnings.showwarning = showwarning
+        logger.handlers = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+# detect-secrets sets up logging when its modules load (`logging.captureWarnings(True)`
+# and a stderr handler on its logger), which would swallow the host program's warnings;
+# importing redactkey must leave the host's logging and warnings as they were.
+with _host_state_kept():
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.basic_auth import BasicAuthDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.npm import NpmDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 __all__ = [
     "DEFAULT_RULES",

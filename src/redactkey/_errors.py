@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import sys
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
@@ -239,3 +242,22 @@ def raised_at_entry(fn: Callable[P, R]) -> Callable[P, R]:
             raise exc.with_traceback(None) from exc.__cause__
 
     return entry
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_at_caller(warning: Warning) -> None:
+    """Issue `warning` at the first frame outside redactkey: the user's own call site.
+
+    A fixed `stacklevel` breaks as soon as a call goes through one more helper or
+    wrapper; walking out of the package always names the line the user wrote.
+    """
+    level = 2
+    frame = sys._getframe(1)
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        _PACKAGE_DIR
+    ):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(warning, stacklevel=level)

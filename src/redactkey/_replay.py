@@ -21,7 +21,6 @@ import inspect
 import json
 import os
 import threading
-import warnings
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
@@ -46,6 +45,7 @@ from ._errors import (
     UsageError,
     VolatileValueWarning,
     raised_at_entry,
+    warn_at_caller,
 )
 from ._format import Fixture, RecordedErrorBody
 from ._keys import KeySpec, find_volatile, key_from_material, key_material
@@ -328,8 +328,7 @@ class ModelFixtures:
 
     def _warn_volatile(self, call: _Call) -> None:
         for found in find_volatile(call.material):
-            warnings.warn(VolatileValueWarning(call.kind, found.pointer, found.reason),
-                          stacklevel=4)
+            warn_at_caller(VolatileValueWarning(call.kind, found.pointer, found.reason))
 
     def _report(self, outcome: Outcome, call: _Call) -> None:
         if self.report is not None:
