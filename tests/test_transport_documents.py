@@ -1,4 +1,4 @@
-"""The HTTP request/response documents and the server-sent-event parser of the transport."""
+"""The HTTP request/response documents and the server-sent-event parser (`redactkey._http`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from openai._streaming import SSEDecoder
 
-from redactkey._transport import (
+from redactkey._http import (
     RESPONSE_HEADERS,
     SSEParser,
     body_bytes,

@@ -28,6 +28,7 @@ from ._errors import FixtureFormatError
 
 __all__ = [
     "FORMAT_VERSION",
+    "HTTP_KIND",
     "KEY_PATTERN",
     "KIND_PATTERN",
     "NAME_PATTERN",
@@ -46,6 +47,9 @@ __all__ = [
 
 FORMAT_VERSION = 1
 """Version of the fixture and cassette file format; a file with another version is refused."""
+
+HTTP_KIND = "http"
+"""The kind of every recorded HTTP call, whatever the client library."""
 
 KEY_PATTERN = r"^[0-9a-f]{64}$"
 # A kind or tool name becomes part of a file name: letters, digits, `_`, `-` and

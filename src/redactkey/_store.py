@@ -28,6 +28,7 @@ from filelock import FileLock
 
 from ._errors import FixtureFormatError, UsageError
 from ._format import (
+    HTTP_KIND,
     KEY_PATTERN,
     TOOL_PREFIX,
     Cassette,
@@ -48,7 +49,6 @@ __all__ = [
     "kind_for_file_name",
 ]
 
-HTTP_KIND = "http"
 MODEL_PREFIX = "@model."
 _KEY = KEY_PATTERN.strip("^$")
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"

@@ -16,21 +16,22 @@ vcrpy itself is not imported here; any object with its `VCR` attributes works.
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Iterable
 from typing import Any, Final, TypeVar
 
-from ._errors import UsageError
-from ._keys import KeySpec, key_material, request_key
-from ._redact import Redactor
-from ._transport import (
+from ._http import (
     KIND,
     RESPONSE_HEADERS,
     SSEParser,
+    content_type_of,
+    decoded_body,
     event_bytes,
+    header_items,
     is_event_stream,
     request_document,
 )
+from ._keys import KeySpec, key_material, request_key
+from ._redact import Redactor
 
 __all__ = ["MATCHER_NAME", "VcrHooks", "use_redactkey"]
 
@@ -38,14 +39,6 @@ MATCHER_NAME: Final = "redactkey"
 """The name `use_redactkey` registers the key matcher under (`match_on=["redactkey"]`)."""
 
 V = TypeVar("V")
-
-
-def _header_items(headers: Any) -> list[tuple[str, str]]:
-    items: list[tuple[str, str]] = []
-    for name, value in dict(headers or {}).items():
-        values = value if isinstance(value, (list, tuple)) else [value]
-        items.extend((str(name), str(v)) for v in values)
-    return items
 
 
 def _body_of(request: Any) -> bytes:
@@ -59,25 +52,6 @@ def _body_of(request: Any) -> bytes:
     if isinstance(body, (bytes, bytearray)):
         return bytes(body)
     return b"".join(body)  # vcrpy keeps an iterator body as a list of chunks
-
-
-def _content_type(headers: Iterable[tuple[str, str]]) -> str:
-    return next((v for k, v in headers if k.lower() == "content-type"), "")
-
-
-def _decoded(data: bytes, encoding: str) -> bytes:
-    """A body without its content-encoding, so that it can be redacted (and stored plain)."""
-    if encoding in ("identity", ""):
-        return data
-    if encoding in ("gzip", "x-gzip", "deflate"):
-        try:
-            return zlib.decompress(data, zlib.MAX_WBITS | 32)  # gzip or zlib header
-        except zlib.error:
-            return zlib.decompress(data, -zlib.MAX_WBITS)  # raw deflate
-    raise UsageError(
-        f"cannot redact a {encoding!r}-encoded response body; record with "
-        "decode_compressed_response=True (use_redactkey sets it) or without that encoding"
-    )
 
 
 class VcrHooks:
@@ -104,7 +78,7 @@ class VcrHooks:
     def document(self, request: Any) -> dict[str, Any]:
         """The HTTP request document of a vcrpy request (the one `FixtureTransport` keys)."""
         return request_document(
-            str(request.method), str(request.uri), _header_items(request.headers),
+            str(request.method), str(request.uri), header_items(request.headers),
             _body_of(request),
         )
 
@@ -130,14 +104,14 @@ class VcrHooks:
         target.headers = self.redactor.redact_headers(dict(target.headers))
         body = _body_of(target)
         if body:
-            target.body = self._redact_body(_content_type(_header_items(target.headers)), body)
+            target.body = self._redact_body(content_type_of(header_items(target.headers)), body)
         return request
 
     def before_record_response(self, response: dict[str, Any]) -> dict[str, Any]:
         """Keep allowlisted headers only and redact the body of a vcrpy response."""
         headers = response.get("headers") or {}
         kept = {k: v for k, v in headers.items() if str(k).lower() in self.response_headers}
-        content_type = _content_type(_header_items(kept))
+        content_type = content_type_of(header_items(kept))
         body = response.get("body") or {}
         raw = body.get("string")
         if isinstance(raw, (str, bytes)) and raw:
@@ -146,7 +120,7 @@ class VcrHooks:
                 (str(v[0] if isinstance(v, list) else v) for k, v in headers.items()
                  if str(k).lower() == "content-encoding"), "identity",
             )
-            data = _decoded(data, encoding.strip().lower())
+            data = decoded_body(data, encoding)
             redacted = self._redact_body(content_type, data)
             text = isinstance(raw, str)
             body = {**body, "string": redacted.decode("utf-8") if text else redacted}

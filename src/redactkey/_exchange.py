@@ -1,0 +1,468 @@
+"""One HTTP exchange recorded or replayed, whatever the client library sends it.
+
+`HttpFixtures` is the record/replay step every HTTP surface shares (the httpx/httpx2
+transport, and any adapter for another client library). The adapter builds the
+request document (`redactkey._http.request_document`), then hands it here with a
+callable that sends the request through the library and returns what came back:
+
+    fixtures = HttpFixtures(store, mode=mode, redactor=redactor)
+    if wants_stream(document):
+        reply = fixtures.stream(document, lambda: LiveStream(status, pairs, pieces, close))
+    else:
+        reply = fixtures.call(document, lambda: LiveResponse(status, pairs, body))
+
+The reply is a `Reply` (status, headers, whole body) or, for a stream, a
+`StreamReply` (status, headers, byte pieces, `close()`); `astream` / `acall` are the
+async twins. The sending callable is called only when the mode and the store say
+the call goes live; a live response is passed on byte for byte (decoded), a replayed
+one is rebuilt from its document. Responses to credential, quota and server failures
+(`is_environment_failure`) pass through and are never written. A replay miss is a
+`MissingFixtureError` named by method and URL, which is also an error of each loaded
+SDK (openai, anthropic) so that the SDK neither wraps nor retries it.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from typing import TYPE_CHECKING, Any, Final
+
+from ._errors import FixtureFormatError, MissingFixtureError
+from ._http import (
+    KIND,
+    RESPONSE_HEADERS,
+    achunk_documents,
+    body_bytes,
+    chunk_documents,
+    event_bytes,
+    head_document,
+    is_environment_failure,
+    is_event_stream,
+    live_headers,
+    response_document,
+    shown_url,
+)
+from ._replay import ModelFixtures
+
+if TYPE_CHECKING:
+    from ._keys import KeySpec
+    from ._redact import Redactor
+    from ._replay import Mode
+    from ._store import FixtureStore
+
+__all__ = [
+    "AsyncLiveStream",
+    "AsyncStreamReply",
+    "HttpFixtures",
+    "LiveResponse",
+    "LiveStream",
+    "Reply",
+    "StreamReply",
+]
+
+JSON = Any
+
+# The SDKs pass their own errors through untouched and never retry them. A replay miss
+# that is also one of those surfaces as itself, at once, instead of being wrapped in a
+# connection error and retried with back-off (see docs/decisions/0031).
+_SDK_ERRORS: Final = (("openai", "OpenAIError"), ("anthropic", "AnthropicError"))
+
+
+class LiveResponse:
+    """A whole live response: status, header pairs as received, and the decoded body."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int, headers: Iterable[tuple[str, str]], body: bytes = b"") -> None:
+        self.status = status
+        self.headers = list(headers)
+        self.body = body
+
+
+class LiveStream:
+    """A live streamed response: status, header pairs, the decoded byte pieces, and
+    `close` (called once the pieces are read or abandoned; may be called twice)."""
+
+    __slots__ = ("close", "headers", "pieces", "status")
+
+    def __init__(
+        self,
+        status: int,
+        headers: Iterable[tuple[str, str]],
+        pieces: Iterable[bytes],
+        close: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.status = status
+        self.headers = list(headers)
+        self.pieces = pieces
+        self.close = close
+
+
+async def _nothing() -> None:
+    return None
+
+
+class AsyncLiveStream:
+    """Async twin of `LiveStream`: async byte pieces and an async `aclose`."""
+
+    __slots__ = ("aclose", "headers", "pieces", "status")
+
+    def __init__(
+        self,
+        status: int,
+        headers: Iterable[tuple[str, str]],
+        pieces: AsyncIterable[bytes],
+        aclose: Callable[[], Awaitable[None]] = _nothing,
+    ) -> None:
+        self.status = status
+        self.headers = list(headers)
+        self.pieces = pieces
+        self.aclose = aclose
+
+
+class Reply:
+    """A whole response to hand the client: status, headers and body bytes.
+
+    `live` is True when it came off the wire (then the headers are the live ones minus
+    hop-by-hop headers, and the body is the decoded live body).
+    """
+
+    __slots__ = ("body", "headers", "live", "status")
+
+    def __init__(
+        self, status: int, headers: list[tuple[str, str]], body: bytes, *, live: bool
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.live = live
+
+
+class StreamReply:
+    """A streamed response to hand the client: status, headers, the byte pieces and
+    `close()`, which the client must call when it is done (also when it stops early)."""
+
+    __slots__ = ("close", "headers", "pieces", "status")
+
+    def __init__(
+        self,
+        status: int,
+        headers: list[tuple[str, str]],
+        pieces: Iterator[bytes],
+        close: Callable[[], None],
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.pieces = pieces
+        self.close = close
+
+
+class AsyncStreamReply:
+    """Async twin of `StreamReply`: async byte pieces and `aclose()`."""
+
+    __slots__ = ("aclose", "headers", "pieces", "status")
+
+    def __init__(
+        self,
+        status: int,
+        headers: list[tuple[str, str]],
+        pieces: AsyncIterator[bytes],
+        aclose: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.pieces = pieces
+        self.aclose = aclose
+
+
+class _EnvironmentFailure(Exception):
+    """Carries a response the fixtures must not keep (401, 429, 5xx…) past the record layer."""
+
+    def __init__(self, live: LiveResponse) -> None:
+        super().__init__(f"HTTP {live.status} is the environment's failure; not recorded")
+        self.live = live
+
+
+@functools.cache
+def _miss_type(bases: tuple[type, ...]) -> type[MissingFixtureError]:
+    return type(
+        "MissingFixtureError",
+        bases,
+        {"__module__": bases[0].__module__, "__doc__": bases[0].__doc__},
+    )
+
+
+def _sdk_miss(
+    miss: MissingFixtureError, document: Mapping[str, JSON], redactor: Redactor | None
+) -> MissingFixtureError:
+    """The miss, named by method and URL, and also an error of every SDK that is loaded."""
+    sdk_errors: list[type] = []
+    for module_name, error_name in _SDK_ERRORS:
+        module = sys.modules.get(module_name)
+        sdk_error = getattr(module, error_name, None) if module is not None else None
+        if isinstance(sdk_error, type) and not isinstance(miss, sdk_error):
+            sdk_errors.append(sdk_error)
+    cls = _miss_type((type(miss), *sdk_errors)) if sdk_errors else type(miss)
+    named = cls.__new__(cls)
+    named.__dict__.update(miss.__dict__)
+    named.args = (f"{document['method']} {shown_url(str(document['url']), redactor)}: {miss}",)
+    return named
+
+
+def _whole(live: LiveResponse) -> Reply:
+    return Reply(live.status, live_headers(live.headers), live.body, live=True)
+
+
+class HttpFixtures:
+    """Record and replay of HTTP exchanges (kind ``"http"``) through a fixture store.
+
+    `mode` (None reads ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless
+    ``model=False``), `redactor`, `spec` (default: the "http" `KeySpec`),
+    `response_headers` (the allowlist a stored response keeps) and `how_to_record`
+    (the advice a replay miss ends with) mean what they mean for `FixtureTransport`.
+    """
+
+    def __init__(
+        self,
+        store: FixtureStore,
+        *,
+        mode: Mode | None = None,
+        redactor: Redactor | None = None,
+        spec: KeySpec | None = None,
+        model: bool = True,
+        response_headers: Iterable[str] = RESPONSE_HEADERS,
+        how_to_record: str | None = None,
+    ) -> None:
+        self.store = store
+        self.fixtures = ModelFixtures(
+            store, mode=mode, redactor=redactor, spec=spec, model=model,
+            how_to_record=how_to_record,
+        )
+        # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
+        self.redactor: Redactor = self.fixtures.redactor  # type: ignore[assignment]
+        self.spec = spec
+        self.keep = frozenset(name.lower() for name in response_headers)
+
+    def __repr__(self) -> str:
+        return f"HttpFixtures({self.store!r}, mode={self.mode!r})"
+
+    @property
+    def mode(self) -> str:
+        """The resolved mode: "live", "record", "replay" or "auto"."""
+        return str(self.fixtures.mode)
+
+    @property
+    def records(self) -> bool:
+        """True when a live exchange is written (modes "record" and "auto")."""
+        return self.mode in ("record", "auto")
+
+    # -- documents ---------------------------------------------------------------------
+
+    def _document(self, live: LiveResponse) -> dict[str, JSON]:
+        document = response_document(live.status, live.headers, live.body, self.keep)
+        if "events" in document:
+            # A secret split across events is found only when the events are seen together.
+            document["events"] = self.redactor.redact_stream(document["events"])
+        return document
+
+    def _head(self, head: JSON, document: Mapping[str, JSON]) -> tuple[int, dict[str, str]]:
+        status = head.get("status") if isinstance(head, Mapping) else None
+        headers = head.get("headers") if isinstance(head, Mapping) else None
+        if (
+            not isinstance(status, int)
+            or not 100 <= status <= 599
+            or not isinstance(headers, Mapping)
+            or not all(isinstance(v, str) for v in headers.values())
+        ):
+            from ._keys import request_key
+
+            key = request_key(KIND, document, spec=self.spec, redactor=self.redactor)
+            raise FixtureFormatError(
+                str(self.store.path_for(KIND, key)),
+                "the recorded HTTP response needs an integer 'status' and string 'headers'",
+            )
+        return status, {str(k): v for k, v in headers.items()}
+
+    def _capture(self, seen: list[LiveResponse], live: LiveResponse) -> JSON:
+        """The live answer as a response document; an environment failure is never recorded."""
+        if is_environment_failure(live.status):
+            raise _EnvironmentFailure(live)
+        seen.append(live)
+        return self._document(live)
+
+    def _reply(
+        self, answer: JSON, document: Mapping[str, JSON], seen: list[LiveResponse]
+    ) -> Reply:
+        """The live response when one was made (byte-exact), else the replayed one."""
+        if seen:
+            return _whole(seen[-1])
+        status, headers = self._head(answer, document)
+        if "events" in answer:
+            content = b"".join(event_bytes(event) for event in answer["events"])
+        else:
+            content = body_bytes(answer)
+        return Reply(status, list(headers.items()), content, live=False)
+
+    def _miss(self, miss: MissingFixtureError, document: Mapping[str, JSON]) -> Exception:
+        return _sdk_miss(miss, document, self.redactor)
+
+    # -- sync --------------------------------------------------------------------------
+
+    def call(self, document: dict[str, JSON], send: Callable[[], LiveResponse]) -> Reply:
+        """The whole response to a request document: replayed, or from `send` (recorded)."""
+        seen: list[LiveResponse] = []
+        try:
+            answer = self.fixtures.call(KIND, document, lambda: self._capture(seen, send()))
+        except _EnvironmentFailure as failure:
+            return _whole(failure.live)
+        except MissingFixtureError as miss:
+            raise self._miss(miss, document) from None
+        return self._reply(answer, document, seen)
+
+    def stream(
+        self, document: dict[str, JSON], open_stream: Callable[[], LiveStream]
+    ) -> Reply | StreamReply:
+        """The streamed response to a request document: replayed chunk by chunk, or read
+        from `open_stream` as the client reads it (recorded once read to its end). A
+        live environment failure comes back whole, as a `Reply`."""
+        seen: list[LiveStream] = []
+        opened: list[LiveStream] = []
+
+        def live() -> Iterator[JSON]:
+            response = open_stream()
+            opened.append(response)
+            try:
+                if is_environment_failure(response.status):
+                    body = b"".join(response.pieces)
+                    raise _EnvironmentFailure(
+                        LiveResponse(response.status, response.headers, body)
+                    )
+                seen.append(response)
+                head = head_document(response.status, response.headers, self.keep)
+                yield head
+                yield from chunk_documents(head, response.pieces)
+            finally:
+                response.close()
+
+        try:
+            chunks = iter(self.fixtures.stream(KIND, document, live))
+        except MissingFixtureError as miss:
+            raise self._miss(miss, document) from None
+        try:
+            head = next(chunks)
+        except _EnvironmentFailure as failure:
+            return _whole(failure.live)
+        except StopIteration:
+            head = None
+        status, headers = self._head(head, document)
+        events = is_event_stream(headers.get("content-type"))
+        pieces = ((event_bytes if events else body_bytes)(chunk) for chunk in chunks)
+
+        def close() -> None:
+            try:
+                if self.records:
+                    # A consumer may stop at its end marker ("[DONE]") before the stream
+                    # ends; the rest is read so the recording is complete and written.
+                    for _ in chunks:
+                        pass
+                closer = getattr(chunks, "close", None)
+                if closer is not None:
+                    closer()
+            finally:
+                for response in opened:
+                    response.close()
+
+        return StreamReply(
+            status,
+            live_headers(seen[0].headers) if seen else list(headers.items()),
+            pieces,
+            close,
+        )
+
+    # -- async -------------------------------------------------------------------------
+
+    async def acall(
+        self, document: dict[str, JSON], send: Callable[[], Awaitable[LiveResponse]]
+    ) -> Reply:
+        """Async twin of `call`: `send` returns an awaitable `LiveResponse`."""
+        seen: list[LiveResponse] = []
+
+        async def live() -> JSON:
+            return self._capture(seen, await send())
+
+        try:
+            answer = await self.fixtures.acall(KIND, document, live)
+        except _EnvironmentFailure as failure:
+            return _whole(failure.live)
+        except MissingFixtureError as miss:
+            raise self._miss(miss, document) from None
+        return self._reply(answer, document, seen)
+
+    async def astream(
+        self, document: dict[str, JSON], open_stream: Callable[[], Awaitable[AsyncLiveStream]]
+    ) -> Reply | AsyncStreamReply:
+        """Async twin of `stream`: `open_stream` returns an awaitable `AsyncLiveStream`."""
+        seen: list[AsyncLiveStream] = []
+        opened: list[AsyncLiveStream] = []
+
+        async def live() -> AsyncIterator[JSON]:
+            response = await open_stream()
+            opened.append(response)
+            try:
+                if is_environment_failure(response.status):
+                    body = b"".join([piece async for piece in response.pieces])
+                    raise _EnvironmentFailure(
+                        LiveResponse(response.status, response.headers, body)
+                    )
+                seen.append(response)
+                head = head_document(response.status, response.headers, self.keep)
+                yield head
+                async for chunk in achunk_documents(head, aiter(response.pieces)):
+                    yield chunk
+            finally:
+                await response.aclose()
+
+        try:
+            chunks = aiter(self.fixtures.astream(KIND, document, live))
+        except MissingFixtureError as miss:
+            raise self._miss(miss, document) from None
+        try:
+            head = await anext(chunks)
+        except _EnvironmentFailure as failure:
+            return _whole(failure.live)
+        except StopAsyncIteration:
+            head = None
+        status, headers = self._head(head, document)
+        events = is_event_stream(headers.get("content-type"))
+
+        async def pieces() -> AsyncIterator[bytes]:
+            async for chunk in chunks:
+                yield (event_bytes if events else body_bytes)(chunk)
+
+        async def aclose() -> None:
+            try:
+                if self.records:
+                    async for _ in chunks:
+                        pass
+                closer = getattr(chunks, "aclose", None)
+                if closer is not None:
+                    await closer()
+            finally:
+                for response in opened:
+                    await response.aclose()
+
+        return AsyncStreamReply(
+            status,
+            live_headers(seen[0].headers) if seen else list(headers.items()),
+            pieces(),
+            aclose,
+        )

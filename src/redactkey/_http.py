@@ -1,0 +1,421 @@
+"""The HTTP document model: requests and responses as JSON documents, for every client.
+
+Pure data code: it imports no HTTP client library (neither httpx nor httpx2), so the
+vcrpy hooks, the audit and every client adapter share it. A client adapter records
+and replays with three steps, whatever its library:
+
+1. **Key the request** — ``request_document(method, url, header_pairs, body_bytes)``
+   is the document keyed as kind `KIND` (``"http"``); the HTTP `KeySpec` decides
+   which of its fields count. `header_items(mapping)` turns a dict-like header map
+   (values may be lists) into the pairs it takes.
+2. **Stream or not** — `wants_stream(document)`: the request asks for a stream (a
+   JSON body with ``"stream": true``, ``Accept: text/event-stream``); such a call is
+   stored as chunks (a head, then one document per event). `is_event_stream(content_type)`
+   tells whether a response is server-sent events.
+3. **Store the response** — ``response_document(status, header_pairs, decoded_body)``
+   for a whole response, or ``head_document(status, header_pairs)`` followed by
+   ``chunk_documents(head, byte_pieces)`` (`achunk_documents` for async pieces) for a
+   streamed one. `decoded_body(data, content_encoding)` undoes gzip/deflate first
+   when the library did not. Responses whose status `is_environment_failure` (401,
+   429, 5xx…) are never stored.
+4. **Replay it** — `body_bytes(document)` gives a stored body's bytes;
+   `event_bytes(event)` one stored event as the bytes sent on the wire;
+   `live_headers(pairs)` drops hop-by-hop headers from a live response passed on.
+
+The record/replay decision itself (lookup, miss, record, environment failures) is
+`redactkey._exchange.HttpFixtures`, which takes these documents and a callable that
+sends the request with the client's own library.
+
+A response document is small: the status, an allowlist of headers (`RESPONSE_HEADERS`)
+and the body as parsed JSON, text or base64, already decoded from gzip/deflate/br. A
+server-sent-event stream is kept event by event, so its boundaries survive and a
+secret the server split across events can be redacted as one value. What is dropped
+on purpose: every header outside the allowlist, so cookies, request ids, organisation
+and project ids, rate limits, dates, cf-ray and processing times never reach a
+fixture; content-encoding and content-length, because the stored body is already
+decoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import re
+import urllib.parse
+import zlib
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from ._canonical import to_json
+from ._errors import CanonicalizationError, UsageError
+from ._format import HTTP_KIND
+
+if TYPE_CHECKING:
+    from ._redact import Redactor
+
+__all__ = [
+    "HOP_HEADERS",
+    "KIND",
+    "RESPONSE_HEADERS",
+    "SSEParser",
+    "achunk_documents",
+    "body_bytes",
+    "body_document",
+    "chunk_documents",
+    "content_type_of",
+    "decoded_body",
+    "event_bytes",
+    "head_document",
+    "header_items",
+    "is_environment_failure",
+    "is_event_stream",
+    "iter_events",
+    "live_headers",
+    "request_document",
+    "response_document",
+    "shown_url",
+    "wants_stream",
+]
+
+KIND: Final = HTTP_KIND
+"""The fixture kind of every recorded HTTP call, whatever the client library."""
+
+RESPONSE_HEADERS: Final = frozenset(
+    {
+        "content-type",
+        "content-disposition",
+        "location",
+        "retry-after",
+        "retry-after-ms",
+        "x-should-retry",
+    }
+)
+"""Response headers a fixture keeps: what the SDKs read to parse an answer or a redirect."""
+
+# 401/403/407 are credentials, 408/425/429 timing and quota, 409 the providers' lock
+# timeouts; 5xx is the server. None of them says anything about the request itself.
+_ENVIRONMENT_STATUSES: Final = frozenset({401, 403, 407, 408, 409, 425, 429})
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+JSON = Any
+
+
+def is_environment_failure(status: int) -> bool:
+    """True for statuses that belong to the environment (credentials, quota, server) and
+    are therefore never recorded."""
+    return status in _ENVIRONMENT_STATUSES or status >= 500
+
+
+def _mime(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _is_json_type(content_type: str | None) -> bool:
+    mime = _mime(content_type)
+    return mime == "application/json" or mime.endswith("+json")
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """True when a content type announces server-sent events."""
+    return _mime(content_type) == "text/event-stream"
+
+
+def _json_value(text: str | bytes) -> tuple[bool, JSON]:
+    """Parse JSON that canonical JSON can hold (no NaN, no huge integers), else (False, None)."""
+    try:
+        return True, to_json(json.loads(text))
+    except (ValueError, CanonicalizationError):
+        return False, None
+
+
+def _dumps(value: JSON) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _merge_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for name, value in headers:
+        key = name.lower()
+        merged[key] = f"{merged[key]}, {value}" if key in merged else value
+    return merged
+
+
+def body_document(content_type: str | None, body: bytes) -> dict[str, JSON]:
+    """The body field of a request or response document.
+
+    ``{"json": value}`` for a JSON body, ``{"text": str}`` for other UTF-8,
+    ``{"base64": str}`` for binary data and ``{}`` for no body.
+    """
+    if not body:
+        return {}
+    if _is_json_type(content_type):
+        ok, value = _json_value(body)
+        if ok:
+            return {"json": value}
+    try:
+        return {"text": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(body).decode("ascii")}
+
+
+def body_bytes(document: Mapping[str, JSON]) -> bytes:
+    """The bytes of a document's body field (the inverse of `body_document`)."""
+    if "json" in document:
+        return _dumps(document["json"]).encode("utf-8")
+    if "text" in document:
+        return str(document["text"]).encode("utf-8")
+    if "base64" in document:
+        return base64.b64decode(str(document["base64"]))
+    return b""
+
+
+_MULTIPART_BOUNDARY: Final = "redactkey-boundary"
+
+
+def _stable_multipart(headers: dict[str, str], body: bytes) -> bytes:
+    """Replace a random multipart boundary by a fixed one so that uploads key stably."""
+    content_type = headers.get("content-type", "")
+    match = re.search(r"boundary=\"?([^\";]+)\"?", content_type)
+    if _mime(content_type) != "multipart/form-data" or match is None:
+        return body
+    boundary = match.group(1)
+    headers["content-type"] = content_type.replace(boundary, _MULTIPART_BOUNDARY)
+    return body.replace(boundary.encode("latin-1"), _MULTIPART_BOUNDARY.encode("ascii"))
+
+
+def request_document(
+    method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
+) -> dict[str, JSON]:
+    """The HTTP request document keyed for kind ``"http"``.
+
+    ``{"method", "url", "headers" (lower-case names), and at most one of "json" |
+    "text" | "base64"}``. Which headers count toward the key is the HTTP `KeySpec`'s
+    business; this keeps them all. A multipart boundary is made deterministic.
+    """
+    merged = _merge_headers(headers)
+    body = _stable_multipart(merged, body)
+    document: dict[str, JSON] = {"method": method.upper(), "url": url, "headers": merged}
+    document.update(body_document(merged.get("content-type"), body))
+    return document
+
+
+def head_document(
+    status: int, headers: Iterable[tuple[str, str]], keep: frozenset[str] = RESPONSE_HEADERS
+) -> dict[str, JSON]:
+    """Status and allowlisted headers of a response (content-type is always kept)."""
+    merged = _merge_headers(headers)
+    wanted = keep | {"content-type"}
+    return {"status": status, "headers": {k: v for k, v in merged.items() if k in wanted}}
+
+
+def response_document(
+    status: int,
+    headers: Iterable[tuple[str, str]],
+    body: bytes,
+    keep: frozenset[str] = RESPONSE_HEADERS,
+) -> dict[str, JSON]:
+    """The stored form of a whole (already decoded) response.
+
+    ``{"status", "headers", and one of "json" | "text" | "base64" | "events"}``, where
+    "events" is the list of server-sent events (see `SSEParser`).
+    """
+    document = head_document(status, headers, keep)
+    content_type = document["headers"].get("content-type")
+    if is_event_stream(content_type):
+        parser = SSEParser()
+        document["events"] = [*parser.feed(body), *parser.finish()]
+    else:
+        document.update(body_document(content_type, body))
+    return document
+
+
+def event_bytes(event: Mapping[str, JSON]) -> bytes:
+    """One stored server-sent event back on the wire, ending with its blank line."""
+    lines: list[str] = []
+    for field in ("event", "id", "retry"):
+        if field in event:
+            lines.append(f"{field}: {event[field]}")
+    if "json" in event:
+        lines.append("data: " + _dumps(event["json"]))
+    elif "data" in event:
+        lines.extend("data: " + line for line in str(event["data"]).split("\n"))
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+class SSEParser:
+    """Incremental server-sent-event parser (WHATWG event-stream interpretation).
+
+    Feed it byte chunks cut anywhere (mid-line, mid-character, between ``\\r`` and
+    ``\\n``); it returns each complete event as a dict with the fields that were
+    present: "event", "id", "retry" (int), and "json" (data that is a JSON object or
+    array) or "data" (any other data, as text). Comments are skipped; an event left
+    unterminated at the end of the stream is dropped, as the specification says.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+        self._fields: dict[str, JSON] = {}
+        self._data: list[str] | None = None
+
+    def feed(self, chunk: bytes) -> list[dict[str, JSON]]:
+        """Events completed by this chunk."""
+        self._buffer += self._decoder.decode(chunk)
+        return self._lines(final=False)
+
+    def finish(self) -> list[dict[str, JSON]]:
+        """Events completed by the end of the stream."""
+        self._buffer += self._decoder.decode(b"", final=True)
+        events = self._lines(final=True)
+        if self._buffer:
+            events.extend(self._line(self._buffer))
+            self._buffer = ""
+        self._fields, self._data = {}, None
+        return events
+
+    def _lines(self, *, final: bool) -> list[dict[str, JSON]]:
+        events: list[dict[str, JSON]] = []
+        position = 0
+        text = self._buffer
+        for match in _LINE_END.finditer(text):
+            if match.group() == "\r" and match.end() == len(text) and not final:
+                break  # a "\n" may follow in the next chunk
+            events.extend(self._line(text[position : match.start()]))
+            position = match.end()
+        self._buffer = text[position:]
+        return events
+
+    def _line(self, line: str) -> list[dict[str, JSON]]:
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return []
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data = [*(self._data or []), value]
+        elif name == "event":
+            self._fields["event"] = value
+        elif name == "id" and "\0" not in value:
+            self._fields["id"] = value
+        elif name == "retry" and value.isdigit():
+            self._fields["retry"] = int(value)
+        return []
+
+    def _dispatch(self) -> list[dict[str, JSON]]:
+        if not self._fields and self._data is None:
+            return []
+        event = dict(self._fields)
+        if self._data is not None:
+            data = "\n".join(self._data)
+            ok, value = _json_value(data) if data[:1] in ("{", "[") else (False, None)
+            if ok:
+                event["json"] = value
+            else:
+                event["data"] = data
+        self._fields, self._data = {}, None
+        return [event]
+
+
+def iter_events(chunks: Iterable[bytes]) -> Iterator[dict[str, JSON]]:
+    """Server-sent events from a byte stream cut anywhere."""
+    parser = SSEParser()
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+    yield from parser.finish()
+
+
+# -- helpers every client adapter needs ------------------------------------------------
+
+HOP_HEADERS: Final = frozenset(
+    {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
+)
+"""Headers not meaningful once a body is stored decoded (or rebuilt from a fixture)."""
+
+
+def live_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The headers of a live response passed on with its decoded body (hop headers dropped)."""
+    return [(name, value) for name, value in headers if name.lower() not in HOP_HEADERS]
+
+
+def header_items(headers: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """(name, value) pairs of a dict-like header map whose values may be lists."""
+    items: list[tuple[str, str]] = []
+    for name, value in dict(headers or {}).items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        items.extend((str(name), str(v)) for v in values)
+    return items
+
+
+def content_type_of(headers: Iterable[tuple[str, str]]) -> str:
+    """The content-type among header pairs ("" when there is none)."""
+    return next((v for k, v in headers if k.lower() == "content-type"), "")
+
+
+def decoded_body(data: bytes, encoding: str) -> bytes:
+    """A body without its content-encoding (gzip, deflate, identity), so it can be redacted."""
+    encoding = encoding.strip().lower()
+    if encoding in ("identity", ""):
+        return data
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        try:
+            return zlib.decompress(data, zlib.MAX_WBITS | 32)  # gzip or zlib header
+        except zlib.error:
+            return zlib.decompress(data, -zlib.MAX_WBITS)  # raw deflate
+    raise UsageError(
+        f"cannot redact a {encoding!r}-encoded response body; record with "
+        "decode_compressed_response=True (use_redactkey sets it) or without that encoding"
+    )
+
+
+def wants_stream(document: Mapping[str, JSON]) -> bool:
+    """True when a request document asks for a streamed answer (recorded as chunks).
+
+    A JSON body with ``"stream": true`` (OpenAI, Anthropic and their kin) or an
+    ``Accept: text/event-stream`` header.
+    """
+    body = document.get("json")
+    if isinstance(body, Mapping) and body.get("stream") is True:
+        return True
+    accept = str(document.get("headers", {}).get("accept", ""))
+    return "text/event-stream" in accept
+
+
+def chunk_documents(head: Mapping[str, JSON], pieces: Iterable[bytes]) -> Iterator[JSON]:
+    """The stored chunks after `head` of a streamed response: one per server-sent event,
+    or one body document when the response is not an event stream."""
+    content_type = head["headers"].get("content-type")
+    if is_event_stream(content_type):
+        yield from iter_events(pieces)
+    else:
+        yield body_document(content_type, b"".join(pieces))
+
+
+async def achunk_documents(
+    head: Mapping[str, JSON], pieces: AsyncIterator[bytes]
+) -> AsyncIterator[JSON]:
+    """Async twin of `chunk_documents`."""
+    content_type = head["headers"].get("content-type")
+    if is_event_stream(content_type):
+        parser = SSEParser()
+        async for piece in pieces:
+            for event in parser.feed(piece):
+                yield event
+        for event in parser.finish():
+            yield event
+    else:
+        yield body_document(content_type, b"".join([piece async for piece in pieces]))
+
+
+def shown_url(url: str, redactor: Redactor | None) -> str:
+    """A URL fit for an error message: redacted, or without userinfo and query."""
+    if redactor is not None:
+        return redactor.redact_url(url)
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port is not None else ""
+    query = "?…" if parts.query else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}{query}"
