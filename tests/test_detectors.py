@@ -149,3 +149,77 @@ class TestSseLineEndings:
         assert token[:10] not in out
         assert token[10:] not in out
         assert out.count("\r\n\r\n") == 2
+
+
+def _examples(attribute: str) -> list[tuple[str, str]]:
+    from redactkey._detectors import DEFAULT_RULES
+
+    out = []
+    for rule in DEFAULT_RULES:
+        out.extend((rule.name, text) for text in getattr(rule, attribute))
+    return out
+
+
+class TestRuleExamples:
+    """Each rule's own examples fire it, and its non-examples leave it silent."""
+
+    @pytest.mark.parametrize(("name", "text"), _examples("examples"),
+                             ids=lambda v: v if len(v) < 40 else None)
+    def test_example_fires_its_rule(self, name: str, text: str) -> None:
+        """The named rule finds a secret in its example."""
+        from redactkey._detectors import DEFAULT_RULES
+
+        detectors = Detectors([r for r in DEFAULT_RULES if r.name == name])
+        assert any(span.rule == name for span in detectors.spans(text))
+        assert Redactor().redact_text(text) != text
+
+    @pytest.mark.parametrize(("name", "text"), _examples("not_examples"),
+                             ids=lambda v: v if len(v) < 40 else None)
+    def test_not_example_stays_silent(self, name: str, text: str) -> None:
+        """The named rule finds nothing in its non-example."""
+        from redactkey._detectors import DEFAULT_RULES
+
+        detectors = Detectors([r for r in DEFAULT_RULES if r.name == name])
+        assert not [span for span in detectors.spans(text) if span.rule == name]
+
+    def test_every_rule_has_an_example(self) -> None:
+        """No rule is declared without an example of what it finds."""
+        from redactkey._detectors import DEFAULT_RULES
+
+        names = {rule.name for rule in DEFAULT_RULES}
+        with_examples = {rule.name for rule in DEFAULT_RULES if rule.examples}
+        assert names == with_examples
+        assert all(rule.shape for rule in DEFAULT_RULES)
+
+    def test_examples_are_the_same_on_every_run(self) -> None:
+        """Example bodies are generated, deterministic and shaped by their alphabet."""
+        from redactkey._detectors import fake
+
+        assert fake(40, seed="x") == fake(40, seed="x")
+        assert fake(40, seed="x") != fake(40, seed="y")
+        assert set(fake(200, "abc", seed="z")) <= set("abc")
+
+
+class TestContexts:
+    """Secrets in the encodings recorded traffic puts them in."""
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "https://example.com/cb?q=Bearer%20" + "Ab1" * 8,
+            "next=https%3A%2F%2Fapi.example.com%2F%3Fkey%3DAI" + "za" + "Sy" + A * 4 + "x",
+            "k=-----BEGIN%20PRIVATE%20KEY-----%0A" + A * 8 + "%0A-----END%20PRIVATE%20KEY-----",
+        ],
+    )
+    def test_percent_encoded(self, text: str) -> None:
+        """A credential inside a percent-encoded value is found and taken out whole."""
+        out = Redactor().redact_text(text)
+        assert "[REDACTED]" in out
+        assert A * 2 not in out
+        assert "Ab1Ab1Ab1" not in out
+
+    def test_url_password_with_at_sign(self) -> None:
+        """`scheme://user:p@ss@host` loses the whole password."""
+        text = "postgres://app:p@ss" + A + "@db.internal/app"
+        out = Redactor().redact_text(text)
+        assert out == "postgres://app:[REDACTED]@db.internal/app"

@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
+import functools
+import hashlib
 import logging
 import math
 import re
+import string
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import ahocorasick
@@ -53,17 +58,11 @@ def _host_state_kept() -> Iterator[None]:
 with _host_state_kept():
     from detect_secrets.plugins.aws import AWSKeyDetector
     from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-    from detect_secrets.plugins.basic_auth import BasicAuthDetector
-    from detect_secrets.plugins.github_token import GitHubTokenDetector
     from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
     from detect_secrets.plugins.mailchimp import MailchimpDetector
-    from detect_secrets.plugins.npm import NpmDetector
-    from detect_secrets.plugins.openai import OpenAIDetector
     from detect_secrets.plugins.pypi_token import PypiTokenDetector
-    from detect_secrets.plugins.sendgrid import SendGridDetector
     from detect_secrets.plugins.slack import SlackDetector
     from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-    from detect_secrets.plugins.stripe import StripeDetector
     from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 __all__ = [
@@ -71,6 +70,8 @@ __all__ = [
     "Detectors",
     "Rule",
     "Span",
+    "fake",
+    "grows_linearly",
     "is_known_id",
     "looks_high_entropy",
     "shannon_entropy",
@@ -88,12 +89,16 @@ class Span(NamedTuple):
 
 @dataclass(frozen=True)
 class Rule:
-    """One detector: a compiled pattern, the literals that gate it, the group holding the secret.
+    """One detector, declared once: a compiled pattern, the literals that gate it, the group
+    holding the secret, and its own examples.
 
     `keywords` are case-sensitive literals; the pattern only runs on text containing one.
     `validate` can veto a match (it gets the matched secret text). A rule that is not
-    `bounded` (detect-secrets' patterns check no boundaries) gets ours: a match glued to
-    token characters on either side is part of something bigger and is dropped.
+    `bounded` gets our boundary check after the match: a secret glued to token characters
+    on either side is part of something bigger and is dropped. `ids=True` keeps a secret
+    shaped like a known id or digest (a hex value after an explicit `Bearer` is a
+    credential, not a digest). `shape` says what the rule matches, for people;
+    `examples` must fire the rule and `not_examples` must not (the test suite runs both).
     """
 
     name: str
@@ -102,6 +107,10 @@ class Rule:
     group: int = 0
     validate: Callable[[str], bool] | None = field(default=None, compare=False)
     bounded: bool = True
+    shape: str = field(default="", compare=False)
+    examples: tuple[str, ...] = field(default=(), compare=False)
+    not_examples: tuple[str, ...] = field(default=(), compare=False)
+    ids: bool = False
 
 
 # Token characters: a key glued to more of them is part of something bigger (a slug, a blob).
@@ -109,9 +118,53 @@ class Rule:
 _B = r"(?:(?<![A-Za-z0-9_\-])|(?<=%[0-9A-Fa-f]{2})|(?<=\\[nrtbf])|(?<=\\u[0-9A-Fa-f]{4}))"
 _E = r"(?![A-Za-z0-9_\-])"
 
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_URLSAFE = _ALNUM + "_-"
+_LOWER = "abcdefghijklmnopqrstuvwxyz0123456789"
+_HEXDIGITS = "0123456789abcdef"
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
-def _own(name: str, regex: str, *keywords: str, group: int = 0) -> Rule:
-    return Rule(name, re.compile(regex), tuple(keywords), group)
+
+def fake(n: int, alphabet: str = _ALNUM, *, seed: str = "") -> str:
+    """`n` characters of `alphabet` that look random and are the same on every run: the
+    bodies of the rules' examples (shaped like keys, valid for nothing)."""
+    out: list[str] = []
+    counter = 0
+    while len(out) < n:
+        digest = hashlib.sha256(f"redactkey-example:{seed}:{n}:{counter}".encode()).digest()
+        out.extend(alphabet[b % len(alphabet)] for b in digest)
+        counter += 1
+    return "".join(out[:n])
+
+
+def rule(
+    name: str,
+    regex: str,
+    *,
+    keywords: Sequence[str],
+    shape: str,
+    examples: Sequence[str],
+    not_examples: Sequence[str] = (),
+    group: int = 0,
+    validate: Callable[[str], bool] | None = None,
+    ids: bool = False,
+    flags: int = 0,
+    bounded: bool = False,
+) -> Rule:
+    """Declare one of our rules. The pattern starts with a literal (so the regex engine can
+    jump to it) and is bounded everywhere: its cost grows linearly with the text."""
+    return Rule(
+        name,
+        re.compile(regex, flags),
+        tuple(keywords),
+        group,
+        validate,
+        bounded=bounded,
+        shape=shape,
+        examples=tuple(examples),
+        not_examples=tuple(not_examples),
+        ids=ids,
+    )
 
 
 def _jwt_ok(token: str) -> bool:
@@ -124,160 +177,556 @@ def _jwt_ok(token: str) -> bool:
 
 
 def _basic_ok(token: str) -> bool:
+    """`user:password` once decoded; the bytes need not be UTF-8 (a Latin-1 password)."""
     try:
         decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
-        text = decoded.decode("utf-8")
     except (binascii.Error, ValueError):
         return False
-    return ":" in text and text.isprintable() and len(text) >= 3
+    _user, colon, password = decoded.partition(b":")
+    if not colon or len(decoded) < 3 or not password:
+        return False
+    return all(b >= 0x20 and b != 0x7F for b in decoded)
+
+
+def _credential_ok(token: str) -> bool:
+    """A value after an explicit auth scheme: has a digit, or mixed case (not prose)."""
+    if any(c.isdigit() for c in token):
+        return True
+    return any(c.isupper() for c in token) and any(c.islower() for c in token) and len(token) >= 12
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+_JWT_HEAD = _b64url(b'{"alg":"HS256","typ":"JWT"}')
+_JWT_NONE = _b64url(b'{"alg":"none"}')
+_JWT_BODY = _b64url(b'{"sub":"1234567890","name":"Example","iat":1516239022}')
+
+# A scheme word, then the spaces (or their URL-encoded forms) before the credential.
+_GAP = r"(?:[ \t]{1,8}|%20|\+)"
+# A credential after an explicit scheme: bounded, so a megabyte of token characters after
+# `Bearer ` costs one bounded attempt, not a scan to the end of the text.
+_CRED_CHARS = r"A-Za-z0-9\-._~+/"
+_CRED = r"([A-Za-z0-9\-._~+/]{8,16384}={0,3})"
+
+
+def _lead(*prefixes: str, glue: str = r"A-Za-z0-9_\-") -> str:
+    """Literal prefixes, each accepted only where it starts a token: not glued to a `glue`
+    character before it, unless a percent escape or a JSON escape sits there. The literal
+    comes first so the regex engine jumps to it, and a prefix inside a long run of token
+    characters is refused at once, so the cost stays linear in the text."""
+    brk = (rf"(?:(?<![{glue}])|(?<=%[0-9A-Fa-f]{{2}})|(?<=\\[nrtbf])"
+           rf"|(?<=\\u[0-9A-Fa-f]{{4}}))")
+    return "(?:" + "|".join(f"{re.escape(p)}(?<={brk}{re.escape(p)})" for p in prefixes) + ")"
+
+
+def _named(names: Sequence[str], body: str) -> str:
+    """A value of shape `body` right after a name that says what it is: `NAME=value`,
+    `"name": "value"`, `name: value`, `Name(api_key="value")`."""
+    return (
+        _lead(*names)
+        + r"[A-Za-z0-9_.\-]{0,30}?(?:\\?[\"'])?[ \t]{0,4}"
+        r"(?:[:=]|\([ \t]{0,4}(?:[A-Za-z_]{1,16}[ \t]{0,4}=)?)[ \t]{0,4}(?:\\?[\"'])?"
+        "(" + body + r")(?![A-Za-z0-9_\-])"
+    )
+
+
+def _cased(*words: str) -> tuple[str, ...]:
+    return tuple(sorted({f for w in words for f in (w.lower(), w.upper(), w.capitalize(), w)}))
 
 
 _OWN_RULES: tuple[Rule, ...] = (
-    _own(
+    rule(
         "openai-api-key",
-        _B + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,300}" + _E,
-        "sk-proj-",
-        "sk-svcacct-",
-        "sk-admin-",
-    ),
-    _own("openai-api-key", _B + r"sk-[A-Za-z0-9]{32,200}" + _E, "sk-"),
-    _own("anthropic-api-key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,300}" + _E, "sk-ant-"),
-    _own("openrouter-api-key", _B + r"sk-or-(?:v\d-)?[A-Za-z0-9_\-]{20,200}" + _E, "sk-or-"),
-    _own("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, "AIza"),
-    _own("google-oauth-token", _B + r"ya29\.[0-9A-Za-z_\-.]{20,2000}" + r"(?<!\.)" + _E, "ya29."),
-    _own("huggingface-token", _B + r"hf_[A-Za-z0-9]{30,80}" + _E, "hf_"),
-    _own("groq-api-key", _B + r"gsk_[A-Za-z0-9]{40,80}" + _E, "gsk_"),
-    _own("replicate-token", _B + r"r8_[A-Za-z0-9]{30,80}" + _E, "r8_"),
-    _own("xai-api-key", _B + r"xai-[A-Za-z0-9]{40,120}" + _E, "xai-"),
-    _own("perplexity-api-key", _B + r"pplx-[A-Za-z0-9]{40,80}" + _E, "pplx-"),
-    _own("langsmith-api-key", _B + r"lsv2_[a-z]{2}_[A-Za-z0-9_]{20,120}" + _E, "lsv2_"),
-    _own("tavily-api-key", _B + r"tvly-[A-Za-z0-9_\-]{20,80}" + _E, "tvly-"),
-    _own("github-token", _B + r"github_pat_[A-Za-z0-9_]{22,255}" + _E, "github_pat_"),
-    _own(
-        "github-token",
-        _B + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _E,
-        "ghp_",
-        "gho_",
-        "ghu_",
-        "ghs_",
-        "ghr_",
-    ),
-    _own(
-        "aws-access-key-id",
-        r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"
-        r"(?![A-Za-z0-9])",
-        "AKIA",
-        "ASIA",
-        "ABIA",
-        "ACCA",
-        "A3T",
-    ),
-    Rule(
-        "jwt",
-        re.compile(_B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*" + _E),
-        ("eyJ",),
-        0,
-        _jwt_ok,
-    ),
-    _own("slack-token", _B + r"xox[abposre]-[A-Za-z0-9\-]{10,250}" + _E, "xox"),
-    _own("slack-token", _B + r"xapp-\d-[A-Za-z0-9\-]{10,250}" + _E, "xapp-"),
-    _own(
-        "stripe-key",
-        _B + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,247}" + _E,
-        "sk_live_",
-        "rk_live_",
-        "sk_test_",
-        "rk_test_",
-    ),
-    _own("stripe-key", _B + r"whsec_[A-Za-z0-9+/=]{24,}", "whsec_"),
-    Rule(
-        "bearer-token",
-        re.compile(
-            r"(?:Bearer|bearer|BEARER)\s+([A-Za-z0-9\-._~+/]{16,}=*)"
-            r"(?![A-Za-z0-9\-._~+/=])"
+        _lead("sk-proj-", "sk-svcacct-", "sk-admin-") + r"[A-Za-z0-9_\-]{20,300}",
+        keywords=("sk-proj-", "sk-svcacct-", "sk-admin-"),
+        shape="`sk-proj-…`, `sk-svcacct-…`, `sk-admin-…`",
+        examples=(
+            "sk-" + "proj-" + fake(156, _URLSAFE, seed="openai-proj"),
+            "key: sk-" + "svcacct-" + fake(120, _URLSAFE, seed="openai-svc") + " (rotated)",
         ),
-        ("Bearer", "bearer", "BEARER"),
-        1,
-        lambda t: any(c.isdigit() for c in t),
+        not_examples=("mask-proj-" + fake(40, seed="mask"), "sk-" + "proj-short"),
     ),
-    Rule(
-        "basic-auth",
-        re.compile(
-            r"(?:Basic|basic|BASIC)\s+([A-Za-z0-9+/]{8,}={0,2})"
-            r"(?![A-Za-z0-9+/=])"
-        ),
-        ("Basic", "basic", "BASIC"),
-        1,
-        _basic_ok,
+    rule(
+        "openai-api-key",
+        _lead("sk-") + r"[A-Za-z0-9]{32,200}",
+        keywords=("sk-",),
+        shape="legacy `sk-` + 32+ letters and digits",
+        examples=("sk-" + fake(48, seed="openai-legacy"),
+                  "sk-" + fake(20, seed="t3a") + "T3BlbkFJ" + fake(20, seed="t3b")),
+        not_examples=("sk-" + fake(20, seed="short"), "task-" + fake(40, seed="slug")),
     ),
-    _own(
-        "url-password",
-        r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#@:\"'<>]*:([^\s/?#@\"'<>]+)@",
-        "://",
+    rule(
+        "anthropic-api-key",
+        _lead("sk-ant-") + r"[A-Za-z0-9_\-]{20,300}",
+        keywords=("sk-ant-",),
+        shape="`sk-ant-api03-…`, `sk-ant-admin01-…`",
+        examples=("sk-" + "ant-api03-" + fake(93, _URLSAFE, seed="anthropic") + "AA",),
+        not_examples=("sk-" + "ant-short",),
+    ),
+    rule(
+        "openrouter-api-key",
+        _lead("sk-or-") + r"(?:v\d-)?[A-Za-z0-9_\-]{20,200}",
+        keywords=("sk-or-",),
+        shape="`sk-or-v1-` + 64 hex",
+        examples=("sk-" + "or-v1-" + fake(64, _HEXDIGITS, seed="openrouter"),),
+    ),
+    rule(
+        "elevenlabs-api-key",
+        _lead("sk_") + r"[0-9a-f]{48}",
+        keywords=("sk_",),
+        shape="`sk_` + 48 hex",
+        examples=("xi-api-key: sk" + "_" + fake(48, _HEXDIGITS, seed="elevenlabs"),),
+        not_examples=("sk" + "_" + fake(40, _HEXDIGITS, seed="el-short"),),
+        ids=True,
+    ),
+    rule(
+        "google-api-key",
+        _lead("AIza") + r"[0-9A-Za-z_\-]{35}",
+        keywords=("AIza",),
+        shape="`AIza` + 35",
+        examples=("https://example.googleapis.com/v1?key=AI" + "za"
+                  + fake(35, _URLSAFE, seed="g"),),
+        not_examples=("xAIza" + fake(35, seed="glued") + "xyz",),
+    ),
+    rule(
+        "google-oauth-token",
+        _lead("ya29.") + r"[0-9A-Za-z_\-.]{20,2000}(?<!\.)",
+        keywords=("ya29.",),
+        shape="`ya29.…`",
+        examples=("ya" + "29.a0Af" + fake(150, _URLSAFE, seed="ya29"),),
+    ),
+    rule(
+        "google-oauth-client-secret",
+        _lead("GOCSPX-") + r"[A-Za-z0-9_\-]{24,40}",
+        keywords=("GOCSPX-",),
+        shape="`GOCSPX-` + 28",
+        examples=('"client_secret": "GOC' + "SPX-" + fake(28, _URLSAFE, seed="gocspx") + '"',
+                  "GOC" + "SPX---" + fake(26, _URLSAFE, seed="gocspx2")),
+        not_examples=("GOCSPX-test-secret", "GOCSPX-xxxxx"),
+    ),
+    rule(
+        "huggingface-token",
+        _lead("hf_") + r"[A-Za-z0-9]{34}",
+        keywords=("hf_",),
+        shape="`hf_` + 34 letters",
+        examples=("huggingface-cli login --token hf" + "_" + fake(34, string.ascii_letters,
+                                                                  seed="hf"),),
+        not_examples=("- (id)hf_requiredCharacteristicTypesForDisplayMetadata;",),
+    ),
+    rule(
+        "huggingface-org-token",
+        _lead("api_org_") + r"[A-Za-z0-9]{30,40}",
+        keywords=("api_org_",),
+        shape="`api_org_` + 34 letters",
+        examples=("use_auth_token='api" + "_org_" + fake(34, string.ascii_letters, seed="hforg")
+                  + "'",),
+        not_examples=("const api_org_controller = require('./controllers');",),
+    ),
+    rule(
+        "groq-api-key",
+        _lead("gsk_") + r"[A-Za-z0-9]{40,80}",
+        keywords=("gsk_",),
+        shape="`gsk_` + 52",
+        examples=("gs" + "k_" + fake(52, seed="groq"),),
+        not_examples=("https://news.example.com/gsk-boosts-lung-cancer-survival-in-trial",),
+    ),
+    rule(
+        "replicate-token",
+        _lead("r8_") + r"[A-Za-z0-9]{30,80}",
+        keywords=("r8_",),
+        shape="`r8_` + 37",
+        examples=("r8" + "_" + fake(37, seed="replicate"),),
+    ),
+    rule(
+        "xai-api-key",
+        _lead("xai-") + r"[A-Za-z0-9_]{40,120}",
+        keywords=("xai-",),
+        shape="`xai-` + 80 (underscores too)",
+        examples=("xa" + "i-" + fake(80, seed="xai"),
+                  "xa" + "i-" + fake(30, seed="xai1") + "_" + fake(49, seed="xai2")),
+    ),
+    rule(
+        "perplexity-api-key",
+        _lead("pplx-") + r"[A-Za-z0-9]{40,80}",
+        keywords=("pplx-",),
+        shape="`pplx-` + 48",
+        examples=("pp" + "lx-" + fake(48, seed="pplx"),),
+    ),
+    rule(
+        "langsmith-api-key",
+        _lead("lsv2_") + r"[a-z]{2}_[A-Za-z0-9_]{20,120}",
+        keywords=("lsv2_",),
+        shape="`lsv2_pt_…`, `lsv2_sk_…`",
+        examples=("ls" + "v2_pt_" + fake(32, _HEXDIGITS, seed="ls1") + "_"
+                  + fake(10, _HEXDIGITS, seed="ls2"),),
+    ),
+    rule(
+        "tavily-api-key",
+        _lead("tvly-") + r"[A-Za-z0-9_\-]{20,80}",
+        keywords=("tvly-",),
+        shape="`tvly-…`",
+        examples=("tv" + "ly-dev-" + fake(32, seed="tavily"),),
+    ),
+    rule(
+        "together-api-key",
+        _lead("tgp_v1_") + r"[A-Za-z0-9_\-]{40,60}",
+        keywords=("tgp_v1_",),
+        shape="`tgp_v1_` + 43",
+        examples=("Together(api_key=\"tgp" + "_v1_" + fake(43, _URLSAFE, seed="together") + '")',),
+        not_examples=("tgp_v1_" + "short",),
+    ),
+    rule(
+        "cerebras-api-key",
+        _lead("csk-") + r"[a-z0-9]{40,64}",
+        keywords=("csk-",),
+        shape="`csk-` + 48 lower-case letters and digits",
+        examples=("CEREBRAS_API_KEY=cs" + "k-" + fake(48, _LOWER, seed="cerebras"),),
+        not_examples=("csk-" + "test",),
+    ),
+    rule(
+        "nvidia-api-key",
+        _lead("nvapi-") + r"[A-Za-z0-9_\-]{60,72}",
+        keywords=("nvapi-",),
+        shape="`nvapi-` + 64",
+        examples=("api_key=\"nv" + "api-" + fake(64, _URLSAFE, seed="nvidia") + '"',),
+        not_examples=("nvapi-" + "test123",),
+    ),
+    rule(
+        "pinecone-api-key",
+        _lead("pcsk_") + r"[A-Za-z0-9]{4,10}_[A-Za-z0-9]{40,100}",
+        keywords=("pcsk_",),
+        shape="`pcsk_` + 5-6 + `_` + 60+",
+        examples=("PINECONE_API_KEY=pc" + "sk_" + fake(6, seed="pc1") + "_"
+                  + fake(63, seed="pc2"),),
+        not_examples=("PINECONE_API_KEY=pcsk_...",),
+    ),
+    rule(
+        "wandb-api-key",
+        _lead("wandb_v1_") + r"[A-Za-z0-9_]{60,100}",
+        keywords=("wandb_v1_",),
+        shape="`wandb_v1_` + 77",
+        examples=("export WANDB_API_KEY=\"wan" + "db_v1_" + fake(27, seed="wb1") + "_"
+                  + fake(49, seed="wb2") + '"',),
+        not_examples=("| `WANDB_API_KEY` | Shell | `wandb_v1_xxxxx` |",),
+    ),
+    rule(
+        "wandb-api-key",
+        _named(_cased("wandb"), "[0-9a-f]{40}"),
+        keywords=_cased("wandb"),
         group=1,
+        shape="40 hex under a W&B name (`WANDB_API_KEY=…`, `wandb.login(key=…)`)",
+        examples=("WANDB_API_KEY=" + fake(40, _HEXDIGITS, seed="wb40"),
+                  'wandb.login(key="' + fake(40, _HEXDIGITS, seed="wb40b") + '")'),
+        not_examples=("wandb commit " + fake(40, _HEXDIGITS, seed="wbc"),),
+        ids=True,
     ),
-    Rule(
+    rule(
+        "mistral-api-key",
+        _named(_cased("mistral"), "[A-Za-z0-9]{32}"),
+        keywords=_cased("mistral"),
+        group=1,
+        shape="32 letters and digits under a Mistral name (`MISTRAL_API_KEY=…`, "
+              "`Mistral(api_key=…)`)",
+        examples=("MISTRAL_API_KEY=" + fake(32, seed="mistral"),
+                  'client = Mistral(api_key="' + fake(32, seed="mistral2") + '")'),
+        not_examples=("mistral-large-latest answered in " + fake(12, seed="m3") + " ms",),
+    ),
+    rule(
+        "cohere-api-key",
+        _named(_cased("cohere", "co_api_key"), "[A-Za-z0-9]{40}"),
+        keywords=_cased("cohere", "co_api_key"),
+        group=1,
+        shape="40 letters and digits under a Cohere name (`CO_API_KEY=…`, "
+              "`cohere.ClientV2(api_key=…)`)",
+        examples=("export CO_API_KEY=" + fake(40, seed="cohere"),
+                  'co = cohere.ClientV2(api_key="' + fake(40, seed="cohere2") + '")'),
+        not_examples=("CO_API_KEY=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",),
+        validate=lambda v: len(set(v)) > 4,
+    ),
+    rule(
+        "azure-openai-api-key",
+        _named(_cased("azure_openai", "azure-openai", "AzureOpenAI", "azure_api_key"),
+               "[A-Za-z0-9]{32}|[A-Za-z0-9]{84}"),
+        keywords=_cased("azure_openai", "azure-openai", "AzureOpenAI", "azure_api_key"),
+        group=1,
+        shape="32 hex (or 84 letters and digits) under an Azure OpenAI name",
+        examples=("AZURE_OPENAI_API_KEY=" + fake(32, _HEXDIGITS, seed="azure"),
+                  'AzureOpenAI(api_key="' + fake(84, seed="azure84") + '")'),
+        not_examples=("AZURE_OPENAI_ENDPOINT=https://example.openai.azure.com/",),
+        ids=True,
+    ),
+    rule(
+        "github-token",
+        _lead("github_pat_") + r"[A-Za-z0-9_]{22,255}",
+        keywords=("github_pat_",),
+        shape="`github_pat_…`",
+        examples=("github" + "_pat_" + fake(22, seed="ghpat1") + "_" + fake(59, seed="ghpat2"),),
+    ),
+    rule(
+        "github-token",
+        _lead("ghp_", "gho_", "ghu_", "ghr_") + r"[A-Za-z0-9_]{36,255}",
+        keywords=("ghp_", "gho_", "ghu_", "ghr_"),
+        shape="`ghp_`, `gho_`, `ghu_`, `ghr_` + 36",
+        examples=("gh" + "p_" + fake(36, seed="ghp"), "gh" + "u_" + fake(36, seed="ghu")),
+        not_examples=("ghp_" + "x" * 8,),
+    ),
+    rule(
+        "github-token",
+        _lead("ghs_") + r"[A-Za-z0-9._\-]{36,2048}(?<![.\-])",
+        keywords=("ghs_",),
+        shape="`ghs_` + 36 (underscores too), or `ghs_` wrapping a JWT",
+        examples=("gh" + "s_" + fake(20, seed="ghs1") + "_" + fake(15, seed="ghs2"),
+                  "gh" + "s_" + _JWT_HEAD + "." + _JWT_BODY + "." + fake(43, _URLSAFE,
+                                                                         seed="ghsjwt")),
+    ),
+    rule(
+        "aws-access-key-id",
+        _lead("AKIA", "ASIA", "ABIA", "ACCA", glue="A-Za-z0-9") + r"[A-Z0-9]{16}|"
+        + _lead("A3T", glue="A-Za-z0-9") + r"[A-Z0-9]{17}",
+        keywords=("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        shape="`AKIA`/`ASIA`/`ABIA`/`ACCA`/`A3T?` + 16",
+        examples=("aws_access_key_id = AK" + "IA" + fake(16, _UPPER, seed="akia"),),
+        not_examples=("AKIA" + fake(16, _UPPER, seed="akia2") + "X",),
+    ),
+    rule(
+        "jwt",
+        _lead("eyJ")
+        + r"[A-Za-z0-9_\-]{8,4096}\.eyJ[A-Za-z0-9_\-]{4,16384}(?:\.[A-Za-z0-9_\-]{0,4096})?",
+        keywords=("eyJ",),
+        validate=_jwt_ok,
+        shape="`eyJ….eyJ….…` whose header decodes to JSON, signed or not",
+        examples=(f"t={_JWT_HEAD}.{_JWT_BODY}.{fake(43, _URLSAFE, seed='jwtsig')}",
+                  f"token: {_JWT_NONE}.{_JWT_BODY}.", f"{_JWT_NONE}.{_JWT_BODY}"),
+        not_examples=("eyJ" + "zzzzzzzzzz" + ".eyJ" + "zzzzzzzzzz" + "." + fake(8),),
+    ),
+    rule(
+        "slack-token",
+        _lead(*(f"xox{c}-" for c in "abposre")) + r"[A-Za-z0-9\-]{10,250}",
+        keywords=("xox",),
+        shape="`xoxb-…`, `xoxp-…`, …",
+        examples=("xo" + "xb-" + fake(12, string.digits, seed="s1") + "-"
+                  + fake(13, string.digits, seed="s2") + "-" + fake(24, seed="s3"),),
+    ),
+    rule(
+        "slack-token",
+        _lead("xapp-") + r"(?:\d-)?[A-Za-z0-9\-]{10,250}",
+        keywords=("xapp-",),
+        shape="`xapp-1-…` (the version digit optional)",
+        examples=("xa" + "pp-1-A0" + fake(9, _UPPER, seed="xapp") + "-" + fake(13, string.digits,
+                                                                            seed="xapp2"),
+                  "xa" + "pp-A0" + fake(30, _UPPER, seed="xapp3")),
+    ),
+    rule(
+        "stripe-key",
+        _lead("sk_live_", "sk_test_", "sk_prod_") + r"[0-9A-Za-z]{10,247}",
+        keywords=("sk_live_", "sk_test_", "sk_prod_"),
+        shape="`sk_live_…`, `sk_test_…`, `sk_prod_…`",
+        examples=("sk" + "_live_" + fake(99, seed="stripe"),),
+    ),
+    rule(
+        "stripe-restricted-key",
+        _lead("rk_live_", "rk_test_", "rk_prod_") + r"[0-9A-Za-z]{10,247}",
+        keywords=("rk_live_", "rk_test_", "rk_prod_"),
+        shape="`rk_live_…`, `rk_test_…`, `rk_prod_…`",
+        examples=("rk" + "_live_" + fake(99, seed="rk"), "rk" + "_prod_" + fake(24, seed="rkp")),
+    ),
+    rule(
+        "stripe-key",
+        _lead("whsec_") + r"[A-Za-z0-9+/=]{24,128}",
+        keywords=("whsec_",),
+        shape="`whsec_…` (webhook signing secret)",
+        examples=("wh" + "sec_" + fake(32, seed="whsec"),),
+    ),
+    rule(
+        "sendgrid-key",
+        _lead("SG.") + r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{40,50}",
+        keywords=("SG.",),
+        shape="`SG.` + 16-32 + `.` + 43",
+        examples=("SG." + fake(22, _URLSAFE, seed="sg1") + "." + fake(43, _URLSAFE, seed="sg2"),
+                  "SG." + fake(20, _URLSAFE, seed="sg3") + "." + fake(43, _URLSAFE, seed="sg4")),
+    ),
+    rule(
+        "npm-token",
+        r"//[^\s/]{1,256}/:_authToken=[ \t]{0,4}(npm_[A-Za-z0-9]{20,64}|[A-Fa-f0-9\-]{36})",
+        keywords=("_authToken",),
+        group=1,
+        shape="`//registry/:_authToken=npm_…` in `.npmrc`",
+        examples=("//registry.npmjs.org/:_authToken=npm_" + fake(36, seed="npm"),),
+        ids=True,
+    ),
+    rule(
+        "bearer-token",
+        _lead("Bearer", "bearer", "BEARER", glue=_CRED_CHARS) + _GAP + _CRED,
+        keywords=("Bearer", "bearer", "BEARER"),
+        group=1,
+        validate=_credential_ok,
+        shape="`Bearer <8+ token characters>` (hex too; also `Bearer%20…` in a URL)",
+        examples=("Authorization: Bearer " + fake(12, seed="short"),
+                  "-H 'Authorization: Bearer " + fake(32, _HEXDIGITS, seed="hex") + "'",
+                  "?q=Bearer%20" + fake(40, seed="pct")),
+        not_examples=("the bearer bonds matured; Bearer authentication is described in RFC 6750",),
+        ids=True,
+    ),
+    rule(
+        "token-scheme",
+        _lead("Token", "Bot", glue=_CRED_CHARS) + _GAP + _CRED,
+        keywords=("Token", "Bot"),
+        group=1,
+        validate=lambda v: _credential_ok(v) and len(v) >= 20,
+        shape="`Token <20+ token characters>`, `Bot <…>` (Django REST, Discord)",
+        examples=("Authorization: Token " + fake(40, _HEXDIGITS, seed="drf"),
+                  "Authorization: Bot " + fake(24, seed="bot1") + "." + fake(6, seed="bot2")
+                  + "." + fake(27, _URLSAFE, seed="bot3")),
+        not_examples=("Token limits apply to every request in this workspace.",
+                      "Bot framework documentation is available online"),
+        ids=True,
+    ),
+    rule(
+        "basic-auth",
+        _lead("Basic", "basic", "BASIC", glue=_CRED_CHARS) + _GAP
+        + r"([A-Za-z0-9+/]{8,16384}={0,2})",
+        keywords=("Basic", "basic", "BASIC"),
+        group=1,
+        validate=_basic_ok,
+        shape="`Basic <base64 of user:password>` (any bytes)",
+        examples=("Authorization: Basic " + _b64(b"admin:" + fake(16, seed="basic").encode()),
+                  "Authorization: Basic " + _b64(b"j\xf6rg:" + fake(12, seed="latin").encode())),
+        not_examples=("Basic information here", "basic usage of the API"),
+        ids=True,
+    ),
+    rule(
+        "url-password",
+        r"://[^\s/?#@:\"'<>]{0,256}:([^\s/?#\"'<>]{1,256})@",
+        keywords=("://",),
+        group=1,
+        shape="the whole password in `scheme://user:password@host` (`@` in it too)",
+        examples=("postgres://app:" + fake(16, seed="pg") + "@db.internal:5432/app",
+                  "https://user:p@ss" + fake(12, seed="at") + "@example.com/"),
+        not_examples=("https://example.com:8443/path?email=a@b.c",),
+        ids=True,
+    ),
+    rule(
         "private-key",
-        re.compile(
-            r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
-            r"(?P<body>.*?)(?:-----END (?P=kind)-----|\Z|(?=[\"']))",
-            re.DOTALL,
-        ),
-        ("-----BEGIN ",),
-        2,
+        r"-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?)-----"
+        r"(?P<body>.{0,65536}?)(?:-----END (?P=kind)-----|\Z|(?=[\"'])|(?=-----BEGIN ))",
+        keywords=("-----BEGIN ",),
+        group=2,
+        flags=re.DOTALL,
+        bounded=True,
+        shape="the body of a PEM `-----BEGIN … PRIVATE KEY-----` block, raw, `\\n`-escaped "
+              "or percent-encoded",
+        examples=("-----BEGIN " + "PRIVATE KEY-----\n" + fake(64, seed="pem") + "\n-----END "
+                  + "PRIVATE KEY-----",),
+        not_examples=("-----BEGIN PUBLIC KEY-----\n" + fake(64, seed="pub") + "\n-----END "
+                      "PUBLIC KEY-----",),
+        ids=True,
     ),
 )
 
 
-def _ds(name: str, plugin: type, keywords: Iterable[str], groups: Sequence[int] = ()) -> list[Rule]:
-    patterns = list(plugin.denylist)  # type: ignore[attr-defined]
+def _ds(
+    name: str,
+    plugin: type,
+    *,
+    keywords: Iterable[str],
+    shape: str,
+    examples: Sequence[str] = (),
+    not_examples: Sequence[str] = (),
+    groups: Sequence[int] = (),
+    skip: Sequence[int] = (),
+) -> list[Rule]:
+    """detect-secrets' compiled patterns of one plugin, gated by our keywords. Its patterns
+    check no boundaries, so ours are checked after the match (`bounded=False`)."""
+    patterns = [p for i, p in enumerate(plugin.denylist) if i not in skip]  # type: ignore[attr-defined]
     return [
-        Rule(name, pattern, tuple(keywords), groups[i] if i < len(groups) else 0, bounded=False)
+        Rule(
+            name,
+            pattern,
+            tuple(keywords),
+            groups[i] if i < len(groups) else 0,
+            bounded=False,
+            shape=shape,
+            examples=tuple(examples) if i == 0 else (),
+            not_examples=tuple(not_examples) if i == 0 else (),
+        )
         for i, pattern in enumerate(patterns)
     ]
 
 
-# detect-secrets plugins with a literal we can gate on. Its Discord and Telegram plugins
-# have none (they would run on every string) and its keyword, entropy and IP plugins
-# are too noisy for recorded traffic; entropy is used only under credential-named fields.
+# detect-secrets plugins with a literal we can gate on and a pattern whose cost grows
+# linearly with the text. Left out: Discord and Telegram (no literal: they would run on
+# every string), keyword, entropy and IP (too noisy for recorded traffic; entropy is used
+# only under credential-named fields), and the plugins our own rules replace because their
+# patterns backtrack on long runs (basic auth in URLs, npm, OpenAI) or are narrower than
+# the provider's format (GitHub without `_`, Stripe without `rk_test_`, SendGrid's fixed
+# 22-character first segment).
 _DS_RULES: tuple[Rule, ...] = (
-    *_ds("aws-access-key-id", AWSKeyDetector, ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
+    *_ds("aws-access-key-id", AWSKeyDetector, keywords=("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+         shape="(detect-secrets) AWS key id", skip=(1,)),
     *[
-        Rule("aws-secret-access-key", r.pattern, ("aws", "AWS", "Aws"), 1, bounded=False)
-        for r in _ds("aws", AWSKeyDetector, ())[1:]
+        replace(r, keywords=_cased("aws"), group=1)
+        for r in _ds("aws-secret-access-key", AWSKeyDetector, keywords=(), skip=(0,),
+                     shape="40 base64 characters quoted near an `aws` … `key` name",
+                     examples=('aws_secret_access_key = "' + fake(40, seed="awss") + '"',))
     ],
-    *_ds("azure-storage-key", AzureStorageKeyDetector, ("AccountKey=",)),
-    *_ds("url-password", BasicAuthDetector, ("://",), (1,)),
-    *_ds("github-token", GitHubTokenDetector, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    *_ds(
-        "gitlab-token",
-        GitLabTokenDetector,
-        (
-            "glpat-",
-            "gldt-",
-            "glft-",
-            "glsoat-",
-            "glrt-",
-            "GR1348941",
-            "glcbt-",
-            "glimt-",
-            "glptt-",
-            "glagent-",
-            "gloas-",
-        ),
-    ),
-    *_ds("mailchimp-key", MailchimpDetector, ("-us",)),
-    *_ds("npm-token", NpmDetector, ("_authToken",), (1,)),
-    *_ds("openai-api-key", OpenAIDetector, ("T3BlbkFJ",)),
-    *_ds("pypi-token", PypiTokenDetector, ("pypi-",)),
-    *_ds("sendgrid-key", SendGridDetector, ("SG.",)),
-    *_ds("slack-token", SlackDetector, ("xox", "hooks.slack.com")),
-    *_ds("square-oauth-secret", SquareOAuthDetector, ("sq0csp-",)),
-    *_ds("stripe-key", StripeDetector, ("k_live_",)),
-    *_ds("twilio-key", TwilioKeyDetector, ("AC", "SK")),
+    *_ds("azure-storage-key", AzureStorageKeyDetector, keywords=("AccountKey=",),
+         shape="`AccountKey=` + 88 base64",
+         examples=("AccountKey=" + fake(86, seed="azsk") + "==",)),
+    *_ds("gitlab-token", GitLabTokenDetector,
+         keywords=("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-",
+                   "glimt-", "glptt-", "glagent-", "gloas-"),
+         shape="`glpat-…` and the other GitLab prefixes",
+         examples=("gl" + "pat-" + fake(20, _URLSAFE, seed="glpat"),)),
+    *_ds("mailchimp-key", MailchimpDetector, keywords=("-us",), shape="32 + `-us` + 1-2 digits",
+         examples=(fake(32, _HEXDIGITS, seed="mc") + "-us12",)),
+    *_ds("pypi-token", PypiTokenDetector, keywords=("pypi-",), shape="`pypi-AgEIcHlwaS5vcmc…`",
+         examples=("pypi-" + "AgEIcHlwaS5vcmc" + fake(80, _URLSAFE, seed="pypi"),)),
+    *_ds("slack-token", SlackDetector, keywords=("xox", "hooks.slack.com"),
+         shape="Slack tokens and webhook URLs",
+         examples=("https://hooks.slack.com/services/T" + fake(8, _UPPER, seed="t") + "/B"
+                   + fake(8, _UPPER, seed="b") + "/" + fake(24, seed="hook"),)),
+    *_ds("square-oauth-secret", SquareOAuthDetector, keywords=("sq0csp-",), shape="`sq0csp-` + 43",
+         examples=("sq0csp-" + fake(43, _URLSAFE, seed="sq"),)),
+    *_ds("twilio-key", TwilioKeyDetector, keywords=("AC", "SK"), shape="`AC`/`SK` + 32",
+         examples=("SK" + fake(32, _HEXDIGITS, seed="tw"),)),
 )
 
 DEFAULT_RULES: tuple[Rule, ...] = _OWN_RULES + _DS_RULES
+
+
+# --- a guard for patterns we did not write -------------------------------------------
+
+# Probe lengths: small steps first (an exponential pattern explodes within a few dozen
+# characters), then doubling (a quadratic one shows by a few thousand).
+_PROBE_LENGTHS = (8, 12, 16, 20, 24, 28, 32, 64, 256, 1024, 4096, 16384, 65536)
+# Allowed seconds for one probe string: a linear pattern needs well under 1 us a character.
+_PROBE_SECONDS = 0.05
+_PROBE_PER_CHAR = 1e-5
+
+
+@functools.lru_cache(maxsize=256)
+def grows_linearly(pattern: re.Pattern[str]) -> bool:
+    """Whether `pattern` stays fast on long runs of the characters it mentions (and of
+    letters, digits, spaces and punctuation): False for nested or overlapping repeats that
+    backtrack, like `(a+)+b` or `[a-z]*://`. A probe, not a proof; it stops at the first
+    slow length, so a pathological pattern costs a fraction of a second to refuse."""
+    mentioned = sorted({c for c in pattern.pattern if c.isalnum() or c in "-_.:/@= "})
+    chars = list(dict.fromkeys(["a", "A", "0", " ", "-", ".", "/", ":", *mentioned[:24]]))
+    for char in chars:
+        for length in _PROBE_LENGTHS:
+            text = char * length + "\x00"
+            start = time.perf_counter()
+            for _ in pattern.finditer(text):
+                pass
+            if time.perf_counter() - start > _PROBE_SECONDS + _PROBE_PER_CHAR * length:
+                return False
+    return True
 
 
 # --- id shapes that are never secrets ---------------------------------------------------
@@ -360,9 +809,12 @@ class Detectors:
         for index, rule in enumerate(self.rules):
             for keyword in rule.keywords:
                 by_keyword.setdefault(keyword, []).append(index)
+        hinting = 0
         for hint in hints:
             by_keyword.setdefault(hint, []).append(_HINT)
+            hinting = 1
         self._gated = bool(by_keyword)
+        self._everything = len(self.rules) + hinting
         self._empty = not by_keyword and not self._always
         for keyword, indexes in sorted(by_keyword.items()):
             automaton.add_word(keyword, tuple(sorted(set(indexes))))
@@ -374,13 +826,38 @@ class Detectors:
         return self.scan(text)[0]
 
     def scan(self, text: str) -> tuple[list[Span], bool]:
-        """Detector matches in `text` and whether any hint literal occurs in it."""
+        """Detector matches in `text` and whether any hint literal occurs in it.
+
+        A text with percent escapes is also read decoded (`Bearer%20…`, a PEM block or a
+        webhook URL inside a query value); those matches map back onto the escaped text.
+        """
         if self._empty or len(text) < 8:
             return [], False
+        spans, hinted = self._scan_once(text)
+        if "%" in text:
+            view = _percent_view(text)
+            if view is not None:
+                decoded, escapes = view
+                more = self._scan_once(decoded)[0]
+                if more:
+                    seen = set(spans)
+                    for span in more:
+                        mapped = Span(_orig_start(escapes, span.start),
+                                      _orig_end(escapes, span.end), span.rule, span.slot)
+                        if mapped not in seen:
+                            seen.add(mapped)
+                            spans.append(mapped)
+                    spans.sort()
+        return spans, hinted
+
+    def _scan_once(self, text: str) -> tuple[list[Span], bool]:
         fired: set[int] = set(self._always)
         if self._gated:
+            everything = self._everything
             for _end, indexes in self._automaton.iter(text):
                 fired.update(indexes)
+                if len(fired) == everything:
+                    break  # every rule and the hint will run: no need to read further
         if not fired:
             return [], False
         hinted = _HINT in fired
@@ -400,7 +877,7 @@ class Detectors:
                 if start < 0 or end <= start:
                     continue
                 secret = text[start:end]
-                if is_known_id(secret):
+                if not rule.ids and is_known_id(secret):
                     continue
                 if rule.validate is not None and not rule.validate(secret):
                     continue
@@ -409,3 +886,34 @@ class Detectors:
                 out.append(Span(start, end, rule.name, None))
         out.sort()
         return out, hinted
+
+
+# Only escapes of ASCII characters are decoded: each is one character of the view, so a
+# match in the view maps back to exact offsets in the escaped text.
+_PCT = re.compile(r"%([0-7][0-9A-Fa-f])")
+
+
+def _percent_view(text: str) -> tuple[str, list[int]] | None:
+    """`text` with its ASCII percent escapes decoded, and the view offsets of the escapes."""
+    parts: list[str] = []
+    escapes: list[int] = []
+    last = 0
+    for match in _PCT.finditer(text):
+        parts.append(text[last : match.start()])
+        escapes.append(match.start() - 2 * len(escapes))
+        parts.append(chr(int(match.group(1), 16)))
+        last = match.end()
+    if not escapes:
+        return None
+    parts.append(text[last:])
+    return "".join(parts), escapes
+
+
+def _orig_start(escapes: list[int], index: int) -> int:
+    return index + 2 * bisect.bisect_left(escapes, index)
+
+
+def _orig_end(escapes: list[int], end: int) -> int:
+    last = end - 1
+    k = bisect.bisect_left(escapes, last)
+    return last + 2 * k + (3 if k < len(escapes) and escapes[k] == last else 1)

@@ -31,7 +31,14 @@ import ahocorasick
 from pydantic import BaseModel, SecretBytes, SecretStr
 
 from ._canonical import pointer_join
-from ._detectors import DEFAULT_RULES, Detectors, Rule, Span, looks_high_entropy
+from ._detectors import (
+    DEFAULT_RULES,
+    Detectors,
+    Rule,
+    Span,
+    grows_linearly,
+    looks_high_entropy,
+)
 from ._errors import UsageError
 from ._secrets import RunSecrets, mask
 
@@ -159,7 +166,7 @@ _QUOTED_KV = re.compile(
 )
 # Authorization: Bearer ... (a header line, a YAML line)
 _LINE_KV = re.compile(
-    r"(?m)^[ \t\-]*(?P<key>[A-Za-z0-9_\-]{2,64})[ \t]*:[ \t]+(?P<val>[^\r\n]*?)[ \t]*$"
+    r"(?m)^[ \t]*(?:-[ \t]+)?(?P<key>[A-Za-z0-9_\-]{2,64})[ \t]*:[ \t]+(?P<val>[^\r\n]*?)[ \t]*$"
 )
 # key=value in a query string or a form body
 _QUERY_KV = re.compile(
@@ -227,6 +234,13 @@ def _extra_rules(patterns: Mapping[str, str | re.Pattern[str]]) -> tuple[Rule, .
         if compiled.match(""):
             raise UsageError(f"extra pattern {name!r} matches the empty string; it would "
                              "redact everything")
+        if not grows_linearly(compiled):
+            raise UsageError(
+                f"extra pattern {name!r} is too slow on long input: its cost grows faster "
+                "than linearly with the text (nested or overlapping repeats such as `(a+)+` "
+                "or `[a-z]*x`); start it with a literal and bound each repeat, e.g. "
+                "`acme_[0-9a-f]{16,64}`"
+            )
         rules.append(Rule(name, compiled, ()))
     return tuple(rules)
 

@@ -1,6 +1,7 @@
 """Benchmark: `redact check` vs `detect-secrets scan -n` over a ~20 MB tree of cassette JSON.
 
     python tests/benchmarks/bench_check.py [--mb 20] [--keep DIR]
+        [--baseline-src DIR] [--skip-detect-secrets]
 
 Generates cassette-like JSON files (rVCR/vcrpy shape: headers, JSON bodies held as
 strings, chat text, ids) with fake provider keys planted at known files and lines
@@ -9,6 +10,11 @@ Runs both tools as subprocesses on the same tree, measures their CPU time (user 
 of the child processes), prints MB per CPU-second and the ratio, and checks that
 `redact check` reported every planted key at its file and line. Exit 1 if a planted
 key was missed or the ratio is under the 50x target.
+
+`--baseline-src DIR` also runs `redact check` from another source tree of redactkey (a
+`src` directory, e.g. `git worktree add /tmp/base main` then `/tmp/base/src`) on the same
+tree, alternating runs, and prints this tree's throughput as a ratio of that baseline's
+(target >= 0.90: a change may cost at most 10%).
 """
 
 from __future__ import annotations
@@ -128,10 +134,31 @@ def _cpu_run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return cpu, wall, proc.stdout, proc.returncode
 
 
+def _versus_baseline(root: Path, env: dict[str, str], mb: float, baseline: Path,
+                     rounds: int) -> None:
+    """Throughput of this tree's `redact check` against another source tree's, alternating."""
+    program = "import sys; from redactkey._cli import main; sys.exit(main(sys.argv[1:]))"
+    args = [sys.executable, "-c", program, "check", "--format", "json", "."]
+    base_env = dict(env, PYTHONPATH=str(baseline.resolve()))
+    ours: list[float] = []
+    theirs: list[float] = []
+    for _ in range(rounds):
+        theirs.append(_cpu_run(args, root, base_env)[0])
+        ours.append(_cpu_run(args, root, env)[0])
+    best_ours, best_theirs = min(ours), min(theirs)
+    print(f"baseline {baseline}: best of {rounds}: {mb / best_theirs:.2f} MB/CPU-s; "
+          f"this tree: {mb / best_ours:.2f} MB/CPU-s; "
+          f"ratio {best_theirs / best_ours:.3f} (target >= 0.90)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=20.0)
     parser.add_argument("--keep", type=Path, default=None, help="generate into this directory")
+    parser.add_argument("--baseline-src", type=Path, default=None,
+                        help="a redactkey src directory to compare throughput against")
+    parser.add_argument("--skip-detect-secrets", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating runs per side")
     options = parser.parse_args()
     bindir = Path(sys.executable).parent
     redact = shutil.which("redact", path=str(bindir)) or "redact"
@@ -157,6 +184,11 @@ def main() -> int:
                 missed.append((rel, family))
         assert secret not in out  # the last planted key never reaches the output
 
+        if options.baseline_src is not None:
+            _versus_baseline(root, env, mb, options.baseline_src, options.rounds)
+        if options.skip_detect_secrets:
+            print(f"redact check: {mb / ours_cpu:.2f} MB/CPU-s, missed {len(missed)}")
+            return 0 if not missed else 1
         ds_cpu, ds_wall, ds_out, _ = _cpu_run(
             [detect, "scan", "-n", "--all-files", "."], root, env)
         ds_results = json.loads(ds_out).get("results", {})
