@@ -9,6 +9,7 @@ from ._canonical import canonicalize
 from ._errors import (
     CanonicalizationError,
     ConfigError,
+    DriftError,
     FixtureError,
     FixtureFormatError,
     InputError,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from ._report import RunReport
     from ._transport import FixtureTransport
     from ._vcr import VcrHooks, use_redactkey
+    from ._verify import VerifyRules
 
 # Loaded on first use so `import redactkey` (and every `redact` command) stays light:
 # the transport and vcr layers import httpx and httpx2, the replay layer jsonschema.
@@ -42,6 +44,7 @@ _LAZY = {
     "RunReport": "._report",
     "ToolFixtures": "._replay",
     "VcrHooks": "._vcr",
+    "VerifyRules": "._verify",
     "resolve_mode": "._replay",
     "use_redactkey": "._vcr",
 }
@@ -52,6 +55,7 @@ __all__ = [
     "ClientAdapter",
     "ConfigError",
     "DeclaresSecrets",
+    "DriftError",
     "DropKeys",
     "Finding",
     "Fixture",
@@ -76,6 +80,7 @@ __all__ = [
     "ToolFixtures",
     "UsageError",
     "VcrHooks",
+    "VerifyRules",
     "VolatileValueWarning",
     "canonicalize",
     "collect_run_secrets",

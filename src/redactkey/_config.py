@@ -14,6 +14,11 @@
     [tool.redactkey.keys.http]                 # key spec overrides per kind
     headers = ["x-tenant"]
 
+    [tool.redactkey.verify]                    # what verify mode compares
+    ignore = ["/choices/*/message/content"]    # JSON pointers, * matches one token
+    exact = ["/status"]                        # strings whose value counts
+    rel-tol = 1e-6                             # number tolerance
+
     [[tool.redactkey.allowlist]]               # accepted false positives
     path = "tests/cassettes/*.yaml"
     rule = "hex-high-entropy"
@@ -32,12 +37,15 @@ import fnmatch
 import re
 import sys
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import ConfigError
 from ._keys import KeySpec, default_spec
+
+if TYPE_CHECKING:
+    from ._verify import VerifyRules
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -49,6 +57,7 @@ __all__ = [
     "Config",
     "DetectorSpec",
     "KeySpecSettings",
+    "VerifySettings",
     "find_config_file",
     "load_config",
     "load_config_file",
@@ -130,6 +139,31 @@ class KeySpecSettings(_Model):
         return spec
 
 
+class VerifySettings(_Model):
+    """`[tool.redactkey.verify]`: what verify mode ignores or pins, and number tolerance."""
+
+    ignore: tuple[str, ...] = ()
+    exact: tuple[str, ...] = ()
+    rel_tol: float = Field(default=1e-6, ge=0)
+    abs_tol: float = Field(default=1e-9, ge=0)
+    presets: bool = True
+
+    @field_validator("ignore", "exact")
+    @classmethod
+    def _pointers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pointer in value:
+            if not pointer.startswith("/"):
+                raise ValueError(f"{pointer!r} is not a JSON pointer; start it with '/'")
+        return value
+
+    def rules(self) -> VerifyRules:
+        """These settings as `VerifyRules`."""
+        from ._verify import VerifyRules
+
+        return VerifyRules(ignore=self.ignore, exact=self.exact, rel_tol=self.rel_tol,
+                           abs_tol=self.abs_tol, presets=self.presets)
+
+
 class Config(_Model):
     """Validated `[tool.redactkey]` settings; `Config()` is the defaults."""
 
@@ -141,6 +175,7 @@ class Config(_Model):
     keys: dict[str, KeySpecSettings] = Field(default_factory=dict)
     allowlist: tuple[AllowEntry, ...] = ()
     max_fixture_bytes: int = Field(default=1024 * 1024, ge=1)
+    verify: VerifySettings = Field(default_factory=VerifySettings)
     source: str | None = Field(default=None, exclude=True)
 
     @field_validator("sensitive_keys", "secret_env")

@@ -9,10 +9,13 @@
     │   └── StructuredOutputError   a model's structured answer broke its schema
     ├── FixtureError                the fixtures do not match the run (re-record)
     │   ├── MissingFixtureError     replay found no recorded call for a request
-    │   └── StaleFixtureError       a recorded answer no longer fits its schema
+    │   ├── StaleFixtureError       a recorded answer no longer fits its schema
+    │   ├── DriftError              verify: the live answer differs in meaning from its recording
+    │   └── ExpiredFixtureError     a fixture is older than the allowed maximum age
     ├── RecordedError               a callee's own failure, recorded and raised again
     ├── UsageError                  redactkey used the wrong way (fix the calling code)
-    └── VolatileValueWarning        (a warning) key material that changes on every run
+    ├── VolatileValueWarning        (a warning) key material that changes on every run
+    └── ExpiredFixtureWarning       (a warning) a replayed fixture is older than its maximum age
 
 Every error names *where* (file, JSON pointer, slot) and ends with what to do.
 No message ever contains a secret value.
@@ -31,6 +34,9 @@ from typing import ParamSpec, TypeVar
 __all__ = [
     "CanonicalizationError",
     "ConfigError",
+    "DriftError",
+    "ExpiredFixtureError",
+    "ExpiredFixtureWarning",
     "FixtureError",
     "FixtureFormatError",
     "InputError",
@@ -169,6 +175,57 @@ class StaleFixtureError(FixtureError):
         super().__init__(f"{path}: recorded answer is stale: {problem}; re-record it")
 
 
+class DriftError(FixtureError):
+    """Verify mode: a live answer differs in meaning from its recording.
+
+    `path` names the fixture, `differences` lists ``(pointer, description)`` pairs
+    whose description shows the recorded and the live value (redacted, shortened),
+    and `how_to_record` says how to re-record just this call. The recording is
+    left as it was.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        kind: str,
+        key: str,
+        differences: list[tuple[str, str]],
+        *,
+        how_to_record: str = "re-record it with REDACTKEY_MODE=record",
+    ) -> None:
+        self.path = path
+        self.kind = kind
+        self.key = key
+        self.differences = list(differences)
+        self.how_to_record = how_to_record
+        lines = [f"{path}: the live {kind!r} answer drifted from its recording "
+                 f"({len(self.differences)} difference(s)):"]
+        lines.extend(f"  {pointer or '(root)'}: {what}" for pointer, what in self.differences)
+        lines.append(f"to re-record it: {how_to_record}")
+        super().__init__("\n".join(lines))
+
+    @property
+    def pointers(self) -> list[str]:
+        """The JSON pointers that differ, in order."""
+        return [pointer for pointer, _ in self.differences]
+
+
+class ExpiredFixtureError(FixtureError):
+    """A fixture is older than the allowed maximum age (`on_expiry="fail"`): re-record it."""
+
+    def __init__(self, path: str, age: str, max_age: str, *, how_to_record: str,
+                 source: str = "git") -> None:
+        self.path = path
+        self.age = age
+        self.max_age = max_age
+        self.source = source
+        self.how_to_record = how_to_record
+        super().__init__(
+            f"{path}: recorded {age} ago (by {source}), older than the maximum age "
+            f"{max_age}; re-record it: {how_to_record}"
+        )
+
+
 class RecordedError(RedactkeyError):
     """A failure of the callee that was recorded (a user predicate said it is deterministic).
 
@@ -205,6 +262,20 @@ class VolatileValueWarning(RedactkeyError, UserWarning):
             f"{kind!r} call: key material at {pointer} looks like a {reason} and will differ "
             "on every run, so the call would never replay; keep it out of the request or "
             "add a normalizer (redactkey.ReplaceVolatile) to the KeySpec"
+        )
+
+
+class ExpiredFixtureWarning(RedactkeyError, UserWarning):
+    """A replayed fixture is older than the allowed maximum age (`on_expiry="warn"`)."""
+
+    def __init__(self, path: str, age: str, max_age: str, *, source: str = "git") -> None:
+        self.path = path
+        self.age = age
+        self.max_age = max_age
+        self.source = source
+        super().__init__(
+            f"{path}: recorded {age} ago (by {source}), older than the maximum age {max_age}; "
+            "re-record it"
         )
 
 

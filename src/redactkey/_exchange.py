@@ -36,7 +36,7 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any, Final
 
-from ._errors import FixtureFormatError, MissingFixtureError
+from ._errors import DriftError, FixtureError, FixtureFormatError, MissingFixtureError
 from ._http import (
     KIND,
     RESPONSE_HEADERS,
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from ._redact import Redactor
     from ._replay import Mode
     from ._store import FixtureStore
+    from ._verify import VerifyRules
 
 __all__ = [
     "AsyncLiveStream",
@@ -193,18 +194,19 @@ class _EnvironmentFailure(Exception):
 
 
 @functools.cache
-def _miss_type(bases: tuple[type, ...]) -> type[MissingFixtureError]:
+def _miss_type(bases: tuple[type, ...]) -> type[FixtureError]:
     return type(
-        "MissingFixtureError",
+        bases[0].__name__,
         bases,
         {"__module__": bases[0].__module__, "__doc__": bases[0].__doc__},
     )
 
 
 def _sdk_miss(
-    miss: MissingFixtureError, document: Mapping[str, JSON], redactor: Redactor | None
-) -> MissingFixtureError:
-    """The miss, named by method and URL, and also an error of every SDK that is loaded."""
+    miss: FixtureError, document: Mapping[str, JSON], redactor: Redactor | None
+) -> FixtureError:
+    """The miss (or a verify drift), named by method and URL, and also an error of every
+    SDK that is loaded."""
     sdk_errors: list[type] = []
     for module_name, error_name in _SDK_ERRORS:
         module = sys.modules.get(module_name)
@@ -228,7 +230,8 @@ class HttpFixtures:
     `mode` (None reads ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless
     ``model=False``), `redactor`, `spec` (default: the "http" `KeySpec`),
     `response_headers` (the allowlist a stored response keeps) and `how_to_record`
-    (the advice a replay miss ends with) mean what they mean for `FixtureTransport`.
+    (the advice a replay miss ends with), `verify`, `on_drift` and `how_to_rerecord`
+    (verify mode) mean what they mean for `FixtureTransport`.
     """
 
     def __init__(
@@ -241,11 +244,15 @@ class HttpFixtures:
         model: bool = True,
         response_headers: Iterable[str] = RESPONSE_HEADERS,
         how_to_record: str | None = None,
+        verify: VerifyRules | None = None,
+        on_drift: Callable[[DriftError], None] | None = None,
+        how_to_rerecord: str | None = None,
     ) -> None:
         self.store = store
         self.fixtures = ModelFixtures(
             store, mode=mode, redactor=redactor, spec=spec, model=model,
-            how_to_record=how_to_record,
+            how_to_record=how_to_record, verify=verify, on_drift=on_drift,
+            how_to_rerecord=how_to_rerecord,
         )
         # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
         self.redactor: Redactor = self.fixtures.redactor  # type: ignore[assignment]
@@ -257,13 +264,14 @@ class HttpFixtures:
 
     @property
     def mode(self) -> str:
-        """The resolved mode: "live", "record", "replay" or "auto"."""
+        """The resolved mode: "live", "record", "replay", "auto" or "verify"."""
         return str(self.fixtures.mode)
 
     @property
     def records(self) -> bool:
-        """True when a live exchange is written (modes "record" and "auto")."""
-        return self.mode in ("record", "auto")
+        """True when a live stream is read to its end although the client stopped early:
+        it is written ("record", "auto") or compared with its recording ("verify")."""
+        return self.mode in ("record", "auto", "verify")
 
     # -- documents ---------------------------------------------------------------------
 
@@ -312,7 +320,7 @@ class HttpFixtures:
             content = body_bytes(answer)
         return Reply(status, list(headers.items()), content, live=False)
 
-    def _miss(self, miss: MissingFixtureError, document: Mapping[str, JSON]) -> Exception:
+    def _miss(self, miss: FixtureError, document: Mapping[str, JSON]) -> Exception:
         return _sdk_miss(miss, document, self.redactor)
 
     # -- sync --------------------------------------------------------------------------
@@ -324,7 +332,7 @@ class HttpFixtures:
             answer = self.fixtures.call(KIND, document, lambda: self._capture(seen, send()))
         except _EnvironmentFailure as failure:
             return _whole(failure.live)
-        except MissingFixtureError as miss:
+        except (MissingFixtureError, DriftError) as miss:
             raise self._miss(miss, document) from None
         return self._reply(answer, document, seen)
 
@@ -355,7 +363,7 @@ class HttpFixtures:
 
         try:
             chunks = iter(self.fixtures.stream(KIND, document, live))
-        except MissingFixtureError as miss:
+        except (MissingFixtureError, DriftError) as miss:
             raise self._miss(miss, document) from None
         try:
             head = next(chunks)
@@ -403,7 +411,7 @@ class HttpFixtures:
             answer = await self.fixtures.acall(KIND, document, live)
         except _EnvironmentFailure as failure:
             return _whole(failure.live)
-        except MissingFixtureError as miss:
+        except (MissingFixtureError, DriftError) as miss:
             raise self._miss(miss, document) from None
         return self._reply(answer, document, seen)
 
@@ -433,7 +441,7 @@ class HttpFixtures:
 
         try:
             chunks = aiter(self.fixtures.astream(KIND, document, live))
-        except MissingFixtureError as miss:
+        except (MissingFixtureError, DriftError) as miss:
             raise self._miss(miss, document) from None
         try:
             head = await anext(chunks)

@@ -7,6 +7,9 @@ material, hash it (`redactkey._keys`), then
     record   call `live`, redact the outcome, write it (a repeat in the same run replays it)
     replay   read the outcome; never call `live` (it may be None); a miss raises
     auto     replay on a hit, record on a miss
+    verify   call `live` and compare its answer with the recording by meaning
+             (`redactkey._verify`); the store is never written, a drift raises
+             `DriftError` (or goes to `on_drift`), a miss is only reported
 
 Only the callee's own failures are written (`StructuredOutputError`, plus what a
 `recordable` predicate accepts); anything else `live` raises propagates and
@@ -37,6 +40,7 @@ import jsonschema
 from ._canonical import JSONValue, pointer_join, to_json
 from ._errors import (
     ConfigError,
+    DriftError,
     FixtureFormatError,
     MissingFixtureError,
     RecordedError,
@@ -52,6 +56,7 @@ from ._keys import KeySpec, find_volatile, key_from_material, key_material
 from ._redact import Redactor, shown_pointer
 from ._secrets import RunSecrets, mask
 from ._store import FixtureStore
+from ._verify import Difference, VerifyRules, compare_answers, compare_streams
 
 __all__ = [
     "MODEL_MODE_ENV",
@@ -66,8 +71,8 @@ __all__ = [
     "resolve_mode",
 ]
 
-Mode = Literal["live", "record", "replay", "auto"]
-MODES: tuple[Mode, ...] = ("live", "record", "replay", "auto")
+Mode = Literal["live", "record", "replay", "auto", "verify"]
+MODES: tuple[Mode, ...] = ("live", "record", "replay", "auto", "verify")
 MODE_ENV = "REDACTKEY_MODE"
 MODEL_MODE_ENV = "REDACTKEY_MODEL_MODE"
 DEFAULT_MODE: Mode = "replay"
@@ -243,6 +248,12 @@ def answer_json(value: Any, pointer: str = "") -> Any:
     return to_json(value, pointer)
 
 
+def _schema_difference(problem: str) -> Difference:
+    pointer, _, message = problem.partition(": ")
+    return Difference("" if pointer == "(root)" else pointer,
+                      f"live answer breaks the schema: {message}", None, None)
+
+
 def _copy_json(value: Any) -> Any:
     # Fixtures are frozen pydantic models; hand out a fresh copy of their data.
     if isinstance(value, (dict, list)):
@@ -276,6 +287,8 @@ class ModelFixtures:
     response), `rebuild_error(body)` (turn a recorded failure back into your own
     exception), `report` (a RunReport), `label` (names the caller in the report),
     `model` (False: read only REDACTKEY_MODE, not the model override).
+    In verify mode, `verify` (a `VerifyRules`) says what to ignore, and `on_drift`
+    receives each `DriftError` instead of it being raised (e.g. `RunReport.drift`).
     """
 
     def __init__(
@@ -293,6 +306,9 @@ class ModelFixtures:
         model: bool = True,
         how_to_record: str | None = None,
         environ: Mapping[str, str] | None = None,
+        verify: VerifyRules | None = None,
+        on_drift: Callable[[DriftError], None] | None = None,
+        how_to_rerecord: str | None = None,
     ) -> None:
         self.store = store
         self.mode, self._mode_source = _resolve(mode, model=model, environ=environ)
@@ -308,6 +324,12 @@ class ModelFixtures:
         self._recorded: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._validators: dict[str, Any] = {}
+        self.verify_rules = verify if verify is not None else VerifyRules()
+        self.on_drift = on_drift
+        self.how_to_rerecord = how_to_rerecord or (
+            "pass mode='record' for this call" if self._mode_source == "argument"
+            else f"set {MODE_ENV}=record for this test and run it again"
+        )
 
     def __repr__(self) -> str:
         return f"ModelFixtures({self.store!r}, mode={self.mode!r})"
@@ -517,6 +539,111 @@ class ModelFixtures:
         if self._is_recordable(exc):
             self._write(call, error=self._error_body(exc))
 
+    # -- verify ----------------------------------------------------------------------
+
+    def _verify_lookup(self, call: _Call) -> Fixture | None:
+        """The recording a verified call is compared with; a miss is reported, never written."""
+        fixture = self.store.get(call.kind, call.key)
+        self._report("missing" if fixture is None else "replayed", call)
+        if fixture is None:
+            self._warn_volatile(call)
+        return fixture
+
+    def _describe(self, difference: Difference) -> str:
+        recorded = _preview(difference.recorded, self.redactor)
+        live = _preview(difference.live, self.redactor)
+        if difference.what == "member added":
+            return f"member added (live {live})"
+        if difference.what == "member removed":
+            return f"member removed (recorded {recorded})"
+        if difference.recorded is None and difference.live is None:
+            return difference.what
+        return f"{difference.what}: recorded {recorded} -> live {live}"
+
+    def _drift(self, call: _Call, differences: list[Difference]) -> None:
+        if not differences:
+            return
+        error = DriftError(
+            str(self.store.path_for(call.kind, call.key)), call.kind, call.key,
+            [(_masked_pointer(d.pointer, self.redactor), self._describe(d))
+             for d in differences],
+            how_to_record=self.how_to_rerecord,
+        )
+        if self.on_drift is None:
+            raise error
+        self.on_drift(error)
+
+    def _verify_answer(self, call: _Call, fixture: Fixture | None, answer: Any,
+                       schema: Mapping[str, Any] | None) -> Any:
+        data = answer_json(answer)
+        problems = self._schema_problems(schema, data)
+        if fixture is not None:
+            live = self.redactor.redact(data)
+            differences: list[Difference] = []
+            if fixture.outcome == "answer":
+                differences = compare_answers(call.kind, fixture.answer, live,
+                                              self.verify_rules)
+                differences += [_schema_difference(p) for p in problems]
+            elif fixture.outcome == "chunks":
+                differences = [Difference("", "outcome stream -> answer", None, None)]
+            elif not (problems and fixture.error is not None
+                      and fixture.error.type == "StructuredOutputError"):
+                recorded_type = fixture.error.type if fixture.error is not None else "error"
+                differences = [Difference("", f"outcome error {recorded_type} -> answer",
+                                          None, None)]
+            self._drift(call, differences)
+        if problems:
+            raise StructuredOutputError(call.kind, problems, answer=data)
+        return answer
+
+    def _verify_failure(self, call: _Call, fixture: Fixture | None, exc: BaseException) -> None:
+        """A live failure in verify: compared with the recording only when it is recordable."""
+        if fixture is None or not self._is_recordable(exc):
+            return
+        live_type = _error_type_name(exc)
+        if fixture.outcome != "error":
+            self._drift(call, [Difference("", f"outcome {fixture.outcome} -> error {live_type}",
+                                          None, None)])
+        elif fixture.error is not None and fixture.error.type != live_type:
+            self._drift(call, [Difference("/type", "error type", fixture.error.type,
+                                          live_type)])
+
+    def _verify_chunks(self, call: _Call, fixture: Fixture | None, collected: list[Any]) -> None:
+        if fixture is None:
+            return
+        live = self.redactor.redact_stream(collected)
+        if fixture.outcome == "chunks":
+            differences = compare_streams(call.kind, fixture.chunks or [], live,
+                                          self.verify_rules)
+        else:
+            differences = [Difference("", f"outcome {fixture.outcome} -> stream", None, None)]
+        self._drift(call, differences)
+
+    def _verify_stream(self, call: _Call, fixture: Fixture | None,
+                       source: Iterable[Any]) -> Iterator[Any]:
+        collected: list[Any] = []
+        for chunk in source:
+            collected.append(answer_json(chunk, pointer_join("", len(collected))))
+            yield chunk
+        self._verify_chunks(call, fixture, collected)
+
+    async def _averify_stream(
+        self,
+        call: _Call,
+        fixture: Fixture | None,
+        live: Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]],
+    ) -> AsyncIterator[Any]:
+        try:
+            source = await _open_async(live)
+        except BaseException as exc:
+            self._verify_failure(call, fixture, exc)
+            raise
+        collected: list[Any] = []
+        async for chunk in source:
+            collected.append(answer_json(chunk, pointer_join("", len(collected))))
+            yield chunk
+        self._verify_chunks(call, fixture, collected)
+
     # -- sync ------------------------------------------------------------------------
 
     @raised_at_entry
@@ -533,6 +660,14 @@ class ModelFixtures:
         if self.mode == "live":
             return self._need_live(live)()
         call = self._key(kind, request, spec)
+        if self.mode == "verify":
+            callee, recorded = self._need_live(live), self._verify_lookup(call)
+            try:
+                answer = callee()
+            except BaseException as exc:
+                self._verify_failure(call, recorded, exc)
+                raise
+            return self._verify_answer(call, recorded, answer, schema)
         fixture = self._lookup(call)
         if fixture is not None:
             return self._answer_from(fixture, schema)
@@ -561,6 +696,14 @@ class ModelFixtures:
         if self.mode == "live":
             return iter(self._need_live(live)())
         call = self._key(kind, request, spec)
+        if self.mode == "verify":
+            callee, recorded = self._need_live(live), self._verify_lookup(call)
+            try:
+                source = callee()
+            except BaseException as exc:
+                self._verify_failure(call, recorded, exc)
+                raise
+            return self._verify_stream(call, recorded, source)
         fixture = self._lookup(call)
         if fixture is not None:
             return iter(self._chunks_from(fixture))
@@ -595,6 +738,14 @@ class ModelFixtures:
         if self.mode == "live":
             return await self._need_live(live)()
         call = self._key(kind, request, spec)
+        if self.mode == "verify":
+            callee, recorded = self._need_live(live), self._verify_lookup(call)
+            try:
+                answer = await callee()
+            except BaseException as exc:
+                self._verify_failure(call, recorded, exc)
+                raise
+            return self._verify_answer(call, recorded, answer, schema)
         fixture = self._lookup(call)
         if fixture is not None:
             return self._answer_from(fixture, schema)
@@ -619,6 +770,9 @@ class ModelFixtures:
         if self.mode == "live":
             return _passthrough(self._need_live(live))
         call = self._key(kind, request, spec)
+        if self.mode == "verify":
+            callee, recorded = self._need_live(live), self._verify_lookup(call)
+            return self._averify_stream(call, recorded, callee)
         fixture = self._lookup(call)
         if fixture is not None:
             return _aiter_list(self._chunks_from(fixture))
@@ -884,10 +1038,12 @@ class ToolFixtures:
         report: CallLog | None = None,
         label: str | None = None,
         environ: Mapping[str, str] | None = None,
+        verify: VerifyRules | None = None,
+        on_drift: Callable[[DriftError], None] | None = None,
     ) -> None:
         self.fixtures = ModelFixtures(
             store, mode=mode, redactor=redactor, recordable=recordable, report=report,
-            label=label, model=False, environ=environ,
+            label=label, model=False, environ=environ, verify=verify, on_drift=on_drift,
         )
 
     @property

@@ -7,7 +7,11 @@ pytest plugin's report::
     {"version": 1,
      "replayed": [{"test", "outcome", "kind", "key", "store", "file"}, ...],
      "recorded": [...], "missing": [...],
-     "unused": ["tests/fixtures/@model.text.<key>.json", ...]}
+     "unused": ["tests/fixtures/@model.text.<key>.json", ...],
+     "drifted": [{"test", "file", "kind", "key", "differences": [{"pointer", "what"}]}]}
+
+`drifted` holds what verify mode found when the layers were given
+`on_drift=report.drift`; it is written only when something drifted.
 
 Paths inside a written report are relative to the report's own directory (as
 `redact audit --report` resolves them), so reports compare across machines.
@@ -22,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ._errors import FixtureFormatError, UsageError
+from ._errors import DriftError, FixtureFormatError, UsageError
 from ._format import dump_document
 from ._replay import Outcome
 from ._store import FixtureDir, atomic_write
@@ -59,6 +63,7 @@ class RunReport:
     def __init__(self, *, label: str | None = None) -> None:
         self.label = label
         self._events: dict[CallEvent, None] = {}
+        self._drifts: list[tuple[str, DriftError]] = []
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -74,6 +79,17 @@ class RunReport:
                           key, str(store), str(file))
         with self._lock:
             self._events.setdefault(event, None)
+
+    def drift(self, error: DriftError, *, label: str | None = None) -> None:
+        """Keep a verify drift instead of raising it: pass `on_drift=report.drift`."""
+        with self._lock:
+            self._drifts.append((label if label is not None else (self.label or ""), error))
+
+    @property
+    def drifted(self) -> list[DriftError]:
+        """The drifts collected in verify mode, in the order they were found."""
+        with self._lock:
+            return [error for _, error in self._drifts]
 
     def events(self, outcome: Outcome | None = None) -> list[CallEvent]:
         """The noted calls, sorted, optionally of one outcome."""
@@ -121,6 +137,16 @@ class RunReport:
             ]
         unused = {_shown(str(p), base) for d in directories for p in self.unused(d)}
         doc["unused"] = sorted(unused)
+        with self._lock:
+            drifts = list(self._drifts)
+        if drifts:
+            doc["drifted"] = sorted(
+                ({"test": label, "file": _shown(error.path, base), "kind": error.kind,
+                  "key": error.key,
+                  "differences": [{"pointer": p, "what": w} for p, w in error.differences]}
+                 for label, error in drifts),
+                key=lambda d: (d["test"], d["file"], d["key"]),
+            )
         return doc
 
     def write(

@@ -29,10 +29,12 @@ if TYPE_CHECKING:
     import httpx
     import httpx2
 
+    from ._errors import DriftError
     from ._keys import KeySpec
     from ._redact import Redactor
     from ._replay import Mode
     from ._store import FixtureStore
+    from ._verify import VerifyRules
 
 __all__ = ["FixtureTransport"]
 
@@ -118,7 +120,9 @@ class FixtureTransport(_TransportBase):
     server failures (401, 403, 429, 5xx…) and transport errors pass through unrecorded.
     `spec` changes what counts toward the key (default: the "http" `KeySpec`);
     `response_headers` is the allowlist of response headers a fixture keeps;
-    `how_to_record` replaces the advice a replay miss ends with.
+    `how_to_record` replaces the advice a replay miss ends with. In verify mode every
+    request goes live and the response is compared with its recording (`verify` rules,
+    `on_drift` to collect instead of raising `DriftError`); nothing is written.
     """
 
     def __init__(
@@ -132,11 +136,15 @@ class FixtureTransport(_TransportBase):
         model: bool = True,
         response_headers: Iterable[str] = RESPONSE_HEADERS,
         how_to_record: str | None = None,
+        verify: VerifyRules | None = None,
+        on_drift: Callable[[DriftError], None] | None = None,
+        how_to_rerecord: str | None = None,
     ) -> None:
         self._store = store
         self._http = HttpFixtures(
             store, mode=mode, redactor=redactor, spec=spec, model=model,
             response_headers=response_headers, how_to_record=how_to_record,
+            verify=verify, on_drift=on_drift, how_to_rerecord=how_to_rerecord,
         )
         self._fixtures = self._http.fixtures
         self._redactor: Redactor = self._http.redactor

@@ -10,6 +10,8 @@ and the transport do the work. It adds
 - fixtures: ``run_secrets``, ``redactor``, ``fixture_store``, ``model_fixtures``,
   ``redactkey_transport`` (for openai / anthropic clients, httpx and httpx2);
 - a per-test network guard in replay (``--redactkey-allow-loopback`` for local servers);
+- ``--redactkey-verify=fail|report`` for ``--redactkey-mode=verify``: a drift fails its
+  test, or every drift of the run is collected into the summary and the run report;
 - an end-of-session summary and a JSON run report, merged across pytest-xdist workers.
 
 Nothing is patched at import time; the network guard exists only while a guarded
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shlex
 import socket
 import threading
 from collections.abc import Generator, Iterator
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._errors import FixtureError, MissingFixtureError
+from ._errors import DriftError, FixtureError, MissingFixtureError
 from ._replay import MODE_ENV, MODEL_MODE_ENV, MODES, Mode, ModelFixtures
 
 if TYPE_CHECKING:
@@ -46,6 +49,7 @@ __all__ = ["NetworkRefusedError", "RedactkeySettings", "TrackedStore"]
 DEFAULT_MODE: Mode = "replay"
 MARKER = "redactkey"
 GUARD_SCOPES = ("used", "all", "off")
+VERIFY_POLICIES = ("fail", "report")
 
 # Fixtures whose use makes a test a "redactkey test" (network guard, unused accounting).
 REDACTKEY_FIXTURES = frozenset({
@@ -93,8 +97,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("redactkey", "redactkey: record and replay model and tool calls")
     group.addoption(
         "--redactkey-mode", dest="redactkey_mode", choices=MODES, default=None,
-        help=f"live | record | replay | auto for tool and model calls (default: ${MODE_ENV}, "
-        "else replay)",
+        help=f"live | record | replay | auto | verify for tool and model calls (default: "
+        f"${MODE_ENV}, else replay)",
     )
     group.addoption(
         "--redactkey-model-mode", dest="redactkey_model_mode", choices=MODES, default=None,
@@ -108,6 +112,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--redactkey-fail-unused", dest="redactkey_fail_unused", action="store_true",
         default=False, help="fail the run when fixture files were not used by any test",
+    )
+    group.addoption(
+        "--redactkey-verify", dest="redactkey_verify", choices=VERIFY_POLICIES, default=None,
+        help="in verify mode: fail a test whose live answer drifted from its recording "
+        "(default), or report every drift in the summary and run report",
     )
     group.addoption(
         "--redactkey-report", dest="redactkey_report", default=None, metavar="PATH",
@@ -128,6 +137,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "which tests get the replay network guard: used (tests using redactkey fixtures or "
         "the marker), all, off",
         default="used",
+    )
+    parser.addini(
+        "redactkey_verify", "in verify mode: fail (default) or report", default="fail",
     )
     parser.addini(
         "redactkey_report", "JSON run report path, relative to the rootdir ('' to not write it)",
@@ -163,6 +175,7 @@ class _ConfigSettings:
     fixture_dir: str
     report_path: Path | None
     fail_unused: bool
+    verify: str = "fail"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> _ConfigSettings:
@@ -185,6 +198,13 @@ class _ConfigSettings:
         report_opt = config.getoption("redactkey_report")
         report_text = str(config.getini("redactkey_report")) if report_opt is None else report_opt
         report_path = config.rootpath / report_text if report_text.strip() else None
+        verify_opt = config.getoption("redactkey_verify")
+        verify = str(config.getini("redactkey_verify")).strip() if verify_opt is None \
+            else str(verify_opt)
+        if verify not in VERIFY_POLICIES:
+            raise pytest.UsageError(
+                f"ini redactkey_verify={verify!r}: use one of {', '.join(VERIFY_POLICIES)}"
+            )
         return cls(
             mode=mode,
             model_mode=model_mode,
@@ -193,6 +213,7 @@ class _ConfigSettings:
             fixture_dir=str(config.getini("redactkey_fixture_dir")).strip(),
             report_path=report_path,
             fail_unused=bool(config.getoption("redactkey_fail_unused")),
+            verify=verify,
         )
 
 
@@ -427,7 +448,7 @@ def _shown(path: Path, root: Path) -> str:
 
 def _new_part() -> dict[str, Any]:
     # One process's share of the run; JSON data only so xdist can ship it to the controller.
-    return {"events": [], "dirs": {}, "blocked": {}, "used": False}
+    return {"events": [], "dirs": {}, "blocked": {}, "used": False, "drifts": []}
 
 
 def _merge_parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -435,6 +456,7 @@ def _merge_parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
     for part in parts:
         merged["events"].extend(part["events"])
         merged["used"] = merged["used"] or part["used"]
+        merged["drifts"].extend(part.get("drifts", []))
         for nodeid, targets in part["blocked"].items():
             merged["blocked"].setdefault(nodeid, []).extend(targets)
         for path, info in part["dirs"].items():
@@ -447,6 +469,7 @@ def _merge_parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
             into["deselected"] = max(into["deselected"], info["deselected"])
             into["live"] = into["live"] or info["live"]
     merged["events"].sort(key=lambda e: (e["test"], e["file"], e["outcome"]))
+    merged["drifts"].sort(key=lambda d: (d["test"], d["file"]))
     return merged
 
 
@@ -458,6 +481,12 @@ class _Summary:
     unused: list[str]
     unchecked: list[str]  # directories whose unused files were not checked, with why
     blocked: dict[str, list[str]]
+    drifted: list[dict[str, Any]]
+
+    def rerecord_command(self) -> str:
+        """The pytest command that re-records just the tests whose answers drifted."""
+        tests = sorted({d["test"] for d in self.drifted})
+        return " ".join(["pytest", "--redactkey-mode=record", *map(shlex.quote, tests)])
 
     def document(self, mode: str, model_mode: str, root: Path, report: Path) -> dict[str, Any]:
         """The run report. Its paths are relative to the report's directory, which is
@@ -485,6 +514,8 @@ class _Summary:
                 {"test": test, "target": target}
                 for test, targets in sorted(self.blocked.items()) for target in targets
             ],
+            "drifted": [{**d, "file": moved(d["file"])} for d in self.drifted],
+            **({"rerecord": self.rerecord_command()} if self.drifted else {}),
         }
 
 
@@ -515,6 +546,7 @@ def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
         unused=sorted(set(unused)),
         unchecked=unchecked,
         blocked={k: v for k, v in merged["blocked"].items() if v},
+        drifted=merged["drifts"],
     )
 
 
@@ -580,6 +612,17 @@ class _SessionState:
         self.part["used"] = True
         if report.when == "call":
             self.part["dirs"][self.dir_of[report.nodeid]]["ran"].append(report.nodeid)
+
+    def add_drift(self, nodeid: str, error: DriftError) -> None:
+        """Verify with --redactkey-verify=report: keep the drift for the summary and report."""
+        self.part["used"] = True
+        self.part["drifts"].append({
+            "test": nodeid,
+            "file": _shown(Path(error.path), self.config.rootpath),
+            "kind": error.kind,
+            "key": error.key,
+            "differences": [{"pointer": p, "what": w} for p, w in error.differences],
+        })
 
     def add_events(self, store: TrackedStore) -> None:
         self.part["used"] = True
@@ -676,6 +719,9 @@ class _SessionState:
             self.failed_unused = True
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if summary.drifted and session.exitstatus == pytest.ExitCode.OK:
+            # report mode lets every test finish; the run still says that answers drifted
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _modes_line(self) -> str:
         mode = self.conf.mode or DEFAULT_MODE
@@ -706,6 +752,13 @@ class _SessionState:
             tr.line("network connections refused in replay:")
             for test, targets in sorted(summary.blocked.items()):
                 tr.line(f"  {test}: {', '.join(targets)}")
+        if summary.drifted:
+            tr.line(f"drifted from their recordings (verify): {len(summary.drifted)}", red=True)
+            for drift in summary.drifted:
+                tr.line(f"  {drift['test']}: {drift['file']}")
+                for difference in drift["differences"]:
+                    tr.line(f"    {difference['pointer'] or '(root)'}: {difference['what']}")
+            tr.line(f"to re-record just these: {summary.rerecord_command()}")
         if summary.unused:
             tr.line("unused fixture files (no test replayed or recorded them):")
             for path in summary.unused:
@@ -853,7 +906,21 @@ def model_fixtures(
         redactor=redactor,
         label=request.node.nodeid,
         how_to_record=HOW_TO_RECORD_MODEL,
+        **_verify_options(request),
     )
+
+
+def _verify_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """What verify mode needs: the configured rules, where drifts go, how to re-record."""
+    state = _state(request)
+    nodeid = request.node.nodeid
+    options: dict[str, Any] = {
+        "verify": _project_config(request).verify.rules(),
+        "how_to_rerecord": f"pytest --redactkey-mode=record {shlex.quote(nodeid)}",
+    }
+    if state.conf.verify == "report":
+        options["on_drift"] = lambda error: state.add_drift(nodeid, error)
+    return options
 
 
 @pytest.fixture
@@ -864,12 +931,14 @@ def redactkey_inner_transport() -> Any:
 
 
 def _transport(
-    store: TrackedStore, mode: Mode, redactor: Redactor, inner: Any
+    store: TrackedStore, mode: Mode, redactor: Redactor, inner: Any,
+    verify_options: dict[str, Any],
 ) -> Iterator[FixtureTransport]:
     from ._transport import FixtureTransport
 
     transport = FixtureTransport(
-        store, mode=mode, redactor=redactor, inner=inner, how_to_record=HOW_TO_RECORD_MODEL
+        store, mode=mode, redactor=redactor, inner=inner, how_to_record=HOW_TO_RECORD_MODEL,
+        **verify_options,
     )
     try:
         yield transport
@@ -879,6 +948,7 @@ def _transport(
 
 @pytest.fixture
 def redactkey_transport(
+    request: pytest.FixtureRequest,
     fixture_store: TrackedStore,
     redactor: Redactor,
     redactkey_settings: RedactkeySettings,
@@ -890,12 +960,14 @@ def redactkey_transport(
     ``openai.OpenAI(http_client=httpx2.Client(transport=redactkey_transport))``.
     """
     yield from _transport(
-        fixture_store, redactkey_settings.model_mode, redactor, redactkey_inner_transport
+        fixture_store, redactkey_settings.model_mode, redactor, redactkey_inner_transport,
+        _verify_options(request),
     )
 
 
 @pytest.fixture
 def redactkey_tool_transport(
+    request: pytest.FixtureRequest,
     fixture_store: TrackedStore,
     redactor: Redactor,
     redactkey_settings: RedactkeySettings,
@@ -903,5 +975,6 @@ def redactkey_tool_transport(
 ) -> Iterator[FixtureTransport]:
     """A `FixtureTransport` for the HTTP APIs your tools call, in the tool mode."""
     yield from _transport(
-        fixture_store, redactkey_settings.mode, redactor, redactkey_inner_transport
+        fixture_store, redactkey_settings.mode, redactor, redactkey_inner_transport,
+        _verify_options(request),
     )

@@ -1,0 +1,108 @@
+"""Shared test helpers (imported by test modules; never a test module itself)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["ChangingProvider", "chat_answer", "chat_chunks"]
+
+
+def chat_answer(text: str = "Hello there", **changes: Any) -> dict[str, Any]:
+    """An OpenAI chat completion as the API returns it; `changes` replace top-level members."""
+    answer: dict[str, Any] = {
+        "id": "chatcmpl-abc123",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "gpt-4o-mini-2024-07-18",
+        "system_fingerprint": "fp_0001",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text, "refusal": None},
+            "finish_reason": "stop",
+            "logprobs": None,
+        }],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
+    }
+    answer.update(changes)
+    return answer
+
+
+def chat_chunks(text: str = "Hello there", size: int = 4, **changes: Any) -> list[dict[str, Any]]:
+    """The same answer streamed: chunks of `size` characters, then the finish chunk."""
+    base = {"id": "chatcmpl-abc123", "object": "chat.completion.chunk",
+            "created": 1_700_000_000, "model": "gpt-4o-mini", **changes}
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [{"content": text[i:i + size]} for i in range(0, len(text), size)]
+    chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+              for d in deltas]
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return chunks
+
+
+@dataclass
+class ChangingProvider:
+    """A local fake provider (127.0.0.1) whose answers a test changes between runs.
+
+    `POST /v1/chat/completions` answers `answer` as JSON, or, when the request asks
+    for a stream, `chunks` as server-sent events ending with ``[DONE]``; `status` is
+    the HTTP status. Use it as a context manager and point clients at `url`.
+    """
+
+    answer: dict[str, Any] = field(default_factory=chat_answer)
+    chunks: list[dict[str, Any]] = field(default_factory=chat_chunks)
+    status: int = 200
+    requests: int = 0
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "the provider is not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> ChangingProvider:
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                body = json.loads(raw) if raw else {}
+                with provider._lock:
+                    provider.requests += 1
+                    answer = copy.deepcopy(provider.answer)
+                    chunks = copy.deepcopy(provider.chunks)
+                    status = provider.status
+                if isinstance(body, dict) and body.get("stream"):
+                    data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+                    data += b"data: [DONE]\n\n"
+                    content_type = "text/event-stream"
+                else:
+                    data = json.dumps(answer).encode()
+                    content_type = "application/json"
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(data)))
+                self.send_header("x-request-id", "req_" + str(provider.requests))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.shutdown()
+        self._server.server_close()
