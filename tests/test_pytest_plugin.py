@@ -673,6 +673,28 @@ class TestModelFixtures:
             "  test_calls.py::test_call[[]0[]]: text * in fixtures/test_calls",
         ])
 
+    def test_corrupt_neighbour_does_not_hide_the_nearest_recording(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        """A broken file beside the recordings is passed over: the miss still shows the
+        nearest readable call, not "no call is recorded there"."""
+        pytester.makepyfile(test_calls=MODEL_CALLS.format(count=1))
+        run(pytester, "--redactkey-mode=record").assert_outcomes(passed=1)
+        tree = pytester.path / "fixtures" / "test_calls"
+        # Sorts before the real recording, so a store that stops at it sees nothing.
+        (tree / ("@model.text." + "0" * 64 + ".json")).write_text("{not json")
+        pytester.makepyfile(
+            test_calls=MODEL_CALLS.format(count=1).replace("say {n}", "tell {n}")
+        )
+        result = run(pytester)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([
+            "*nearest recorded 'text' call: *fixtures/test_calls/@model.text.*",
+            "*/prompt*",
+        ])
+        result.stdout.no_fnmatch_line("*is recorded there at all*")
+        assert "0" * 64 not in result.stdout.str().split("nearest recorded")[1].split("\n")[0]
+
     def test_model_override_keeps_tools_in_replay(self, pytester: pytest.Pytester) -> None:
         """`--redactkey-model-mode=record` records model calls while tools stay in replay."""
         pytester.makepyfile(test_calls=MODEL_CALLS.format(count=2))

@@ -108,6 +108,28 @@ class TestStores:
         assert {f.kind for f in store.iter_fixtures()} == {"text", "tool:search", "http"}
         assert [f.key for f in store.iter_fixtures("tool:search")] == [_key(2)]
 
+    def test_recorded_requests_of_a_kind(self, store: FixtureStore) -> None:
+        """recorded_requests lists (where, request) of one kind, what the replay miss
+        compares against."""
+        store.put(_fixture(1))
+        store.put(_fixture(2, kind="chat"))
+        assert isinstance(store, FixtureStore)
+        listed = list(store.recorded_requests("text"))
+        assert listed == [(str(store.path_for("text", _key(1))), {"n": "1"})]
+
+    def test_recorded_requests_pass_over_what_cannot_be_read(
+        self, store: FixtureStore, tmp_path: Path
+    ) -> None:
+        """A broken file or cassette is skipped (the audit reports it), never raised."""
+        store.put(_fixture(1))
+        broken = store.path_for("text", "0" * 64)
+        broken.write_text("{not json")
+        listed = list(store.recorded_requests("text"))
+        if isinstance(store, FixtureDir):
+            assert listed == [(str(store.path_for("text", _key(1))), {"n": "1"})]
+        else:
+            assert listed == []  # the one cassette file is the broken one
+
     def test_rerecording_is_byte_stable(self, store: FixtureStore) -> None:
         """Writing an unchanged call leaves the bytes (and the file) as they were."""
         path = store.put(_fixture(1, answer={"b": [1, 2], "a": "ü"}))

@@ -20,8 +20,8 @@ from ._config import Config
 from ._errors import FixtureFormatError, SecretError, UsageError
 from ._findings import InputProblem, Issue, Report
 from ._placeholders import AUTH_SCHEMES, looks_redacted
-from ._redact import Redactor
-from ._secrets import RunSecrets, mask
+from ._redact import Redactor, shown_pointer
+from ._secrets import RunSecrets
 from ._vocabulary import COOKIE_HEADERS
 
 __all__ = [
@@ -203,16 +203,7 @@ class Checker:
     def masked_pointer(self, pointer: str) -> str:
         """`pointer` with every member name that holds a secret masked (`/sk-p…`): an object
         key can be a credential (a token map), and reports print pointers."""
-        tokens = pointer.split("/")
-        changed = False
-        for index, token in enumerate(tokens[1:], 1):
-            if len(token) < self.config.min_secret_length or token.isdigit():
-                continue
-            name = token.replace("~1", "/").replace("~0", "~")
-            if self.redactor.redact_text(name) != name:
-                tokens[index] = mask(name).replace("~", "~0").replace("/", "~1")
-                changed = True
-        return "/".join(tokens) if changed else pointer
+        return shown_pointer(pointer, self.redactor, min_length=self.config.min_secret_length)
 
     # -- allowlist --------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from ._canonical import canonicalize
 from ._check import Checker, build_redactor, check_paths, progress_bar
 from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
-from ._findings import Report
+from ._findings import EXIT_OK, EXIT_USAGE, Report
 from ._keys import key_from_material, key_material
 from ._redact import MAX_NESTING, nesting_exceeds
 from ._render import render
@@ -22,11 +22,6 @@ from ._store import atomic_write
 from ._vocabulary import IDENTIFYING_HEADERS
 
 __all__ = ["main", "run"]
-
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
-
 
 class InputFailure(click.ClickException):
     """Bad input on stdin or in a file: one line on stderr, exit 2."""

@@ -25,7 +25,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import ahocorasick
 from pydantic import BaseModel, SecretBytes, SecretStr
@@ -120,19 +120,39 @@ def _norm(name: str) -> str:
 _POINTER_DETECTORS: list[Detectors] = []
 
 
-def shown_pointer(pointer: str) -> str:
-    """`pointer` as it may be printed: a member name that looks like a credential (a token
-    map keyed by the token) is masked to `sk-p…`. The real pointer stays on the object."""
+class _TextRedactor(Protocol):
+    def redact_text(self, text: str) -> str: ...
+
+
+def shown_pointer(
+    pointer: str, redactor: _TextRedactor | None = None, *, min_length: int = 8
+) -> str:
+    """`pointer` as it may be printed: a member name that holds a credential (a token map
+    keyed by the token) is masked to `sk-p…`. The real pointer stays on the object.
+
+    A name is masked when it is at least `min_length` characters, not an array index,
+    and looks like a credential (high entropy or a detector's match), or when
+    `redactor` (which knows the run's secrets) would change it.
+    """
     if not pointer:
         return pointer
     if not _POINTER_DETECTORS:
         _POINTER_DETECTORS.append(Detectors())
     detectors = _POINTER_DETECTORS[0]
     tokens = pointer.split("/")
+    changed = False
     for index, token in enumerate(tokens[1:], 1):
-        if len(token) >= 8 and (looks_high_entropy(token) or detectors.spans(token)):
-            tokens[index] = mask(token)
-    return "/".join(tokens)
+        if len(token) < min_length or token.isdigit():
+            continue
+        name = token.replace("~1", "/").replace("~0", "~")
+        if (
+            looks_high_entropy(name)
+            or detectors.spans(name)
+            or (redactor is not None and redactor.redact_text(name) != name)
+        ):
+            tokens[index] = mask(name).replace("~", "~0").replace("/", "~1")
+            changed = True
+    return "/".join(tokens) if changed else pointer
 
 
 @dataclass(frozen=True, repr=False)

@@ -41,7 +41,6 @@ from ._canonical import JSONValue, pointer_join, to_json
 from ._errors import (
     ConfigError,
     DriftError,
-    FixtureFormatError,
     MissingFixtureError,
     RecordedError,
     StaleFixtureError,
@@ -54,7 +53,7 @@ from ._errors import (
 from ._format import Fixture, RecordedErrorBody
 from ._keys import KeySpec, find_volatile, key_from_material, key_material
 from ._redact import Redactor, shown_pointer
-from ._secrets import RunSecrets, mask
+from ._secrets import RunSecrets
 from ._store import FixtureStore
 from ._verify import Difference, VerifyRules, compare_answers, compare_streams
 
@@ -68,6 +67,7 @@ __all__ = [
     "ModelFixtures",
     "StreamRedactor",
     "ToolFixtures",
+    "parse_mode",
     "resolve_mode",
 ]
 
@@ -106,13 +106,26 @@ class CallLog(Protocol):
         """One call: replayed from `file`, recorded to it, or missing from `store`."""
 
 
-def _check_mode(value: str, source: str) -> Mode:
-    if value in MODES:
-        return value
+def parse_mode(value: str | None, source: str) -> Mode | None:
+    """`value` as a mode, None when it is unset or blank.
+
+    Anything else is an error naming where it came from: a `UsageError` for
+    ``source="argument"``, else a `ConfigError` naming `source` (an environment
+    variable, a command-line option, a marker).
+    """
+    if value is None or value == "":
+        return None
+    for mode in MODES:
+        if value == mode:
+            return mode
     problem = f"{value!r} is not a mode; use one of {', '.join(MODES)}"
     if source == "argument":
         raise UsageError(f"mode {problem}")
     raise ConfigError(source, problem)
+
+
+def _check_mode(value: str, source: str) -> Mode:
+    return parse_mode(value, source) or DEFAULT_MODE
 
 
 def _resolve(
@@ -196,20 +209,11 @@ def material_diff(recorded: Any, wanted: Any) -> list[tuple[str, str, Any, Any]]
     return out
 
 
-def _masked_pointer(pointer: str, redactor: StreamRedactor) -> str:
-    tokens = pointer.split("/")
-    for index, token in enumerate(tokens[1:], 1):
-        name = token.replace("~1", "/").replace("~0", "~")
-        if len(name) >= 8 and redactor.redact_text(name) != name:
-            tokens[index] = mask(name)
-    return shown_pointer("/".join(tokens))
-
-
 def _format_diff(diff: list[tuple[str, str, Any, Any]], redactor: StreamRedactor) -> list[str]:
     lines = []
     for what, raw_pointer, old, new in diff[:_DIFF_LINES]:
         # a fixture recorded before a secret was known can hold it as a member name
-        pointer = _masked_pointer(raw_pointer, redactor)
+        pointer = shown_pointer(raw_pointer, redactor)
         if what == "added":
             lines.append(f"{pointer}: added {_preview(new, redactor)}")
         elif what == "removed":
@@ -398,23 +402,7 @@ class ModelFixtures:
 
     def _neighbours(self, kind: str) -> Iterator[tuple[str, Any]]:
         """(file, key material) of the recorded calls of `kind`, skipping broken files."""
-        files = getattr(self.store, "files", None)
-        if files is None:
-            try:
-                for fixture in self.store.iter_fixtures(kind):
-                    yield str(self.store.path_for(kind, fixture.key)), fixture.request
-            except FixtureFormatError:
-                return
-            return
-        for path in files(kind):
-            # Plain JSON is enough to compare requests, and much cheaper than validating
-            # every file of a large directory; a broken neighbour is the audit's business.
-            try:
-                doc = json.loads(path.read_bytes())
-            except (OSError, ValueError):
-                continue
-            if isinstance(doc, dict) and doc.get("kind") == kind and "request" in doc:
-                yield str(path), doc["request"]
+        return self.store.recorded_requests(kind)
 
     def _write(self, call: _Call, **outcome: Any) -> None:
         fixture = Fixture(key=call.key, kind=call.kind, request=call.material, **outcome)
@@ -565,7 +553,7 @@ class ModelFixtures:
             return
         error = DriftError(
             str(self.store.path_for(call.kind, call.key)), call.kind, call.key,
-            [(_masked_pointer(d.pointer, self.redactor), self._describe(d))
+            [(shown_pointer(d.pointer, self.redactor), self._describe(d))
              for d in differences],
             how_to_record=self.how_to_rerecord,
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -31,7 +31,7 @@ from ._format import dump_document
 from ._replay import Outcome
 from ._store import FixtureDir, atomic_write
 
-__all__ = ["REPORT_FILE", "REPORT_VERSION", "CallEvent", "RunReport"]
+__all__ = ["REPORT_FILE", "REPORT_VERSION", "CallEvent", "RunReport", "report_document"]
 
 REPORT_FILE = ".redactkey-report.json"
 REPORT_VERSION = 1
@@ -55,6 +55,20 @@ def _shown(path: str, root: Path) -> str:
         return Path(os.path.relpath(Path(path).resolve(), root.resolve())).as_posix()
     except ValueError:  # another drive (Windows): keep it absolute
         return Path(path).resolve().as_posix()
+
+
+def report_document(
+    events: Iterable[Mapping[str, str]], unused: Iterable[str], **extra: Any
+) -> dict[str, Any]:
+    """The run-report document: `events` (call dicts with an "outcome", paths already
+    relative, in the order to write) split by outcome, the `unused` files, and `extra`
+    fields (the pytest plugin adds its modes, unchecked directories and blocked calls)."""
+    listed = list(events)
+    doc: dict[str, Any] = {"version": REPORT_VERSION, **extra}
+    for outcome in _OUTCOMES:
+        doc[outcome] = [dict(e) for e in listed if e["outcome"] == outcome]
+    doc["unused"] = sorted(set(unused))
+    return doc
 
 
 class RunReport:
@@ -129,25 +143,23 @@ class RunReport:
     ) -> dict[str, Any]:
         """The JSON document; `directories` are checked for unused files."""
         base = Path.cwd() if root is None else Path(root)
-        doc: dict[str, Any] = {"version": REPORT_VERSION}
-        for outcome in _OUTCOMES:
-            doc[outcome] = [
-                {**asdict(e), "store": _shown(e.store, base), "file": _shown(e.file, base)}
-                for e in self.events(outcome)
-            ]
+        events = [
+            {**asdict(e), "store": _shown(e.store, base), "file": _shown(e.file, base)}
+            for e in self.events()
+        ]
         unused = {_shown(str(p), base) for d in directories for p in self.unused(d)}
-        doc["unused"] = sorted(unused)
+        extra: dict[str, Any] = {}
         with self._lock:
             drifts = list(self._drifts)
         if drifts:
-            doc["drifted"] = sorted(
+            extra["drifted"] = sorted(
                 ({"test": label, "file": _shown(error.path, base), "kind": error.kind,
                   "key": error.key,
                   "differences": [{"pointer": p, "what": w} for p, w in error.differences]}
                  for label, error in drifts),
                 key=lambda d: (d["test"], d["file"], d["key"]),
             )
-        return doc
+        return report_document(events, unused, **extra)
 
     def write(
         self, path: str | os.PathLike[str] = REPORT_FILE, *,

@@ -16,13 +16,14 @@ schema-invalid raises `FixtureFormatError` naming it, and is never overwritten.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from filelock import FileLock
 
@@ -75,6 +76,14 @@ class FixtureStore(Protocol):
 
     def iter_fixtures(self, kind: str | None = None) -> Iterator[Fixture]:
         """Every recorded call, optionally of one kind, in file-name order."""
+
+    def recorded_requests(self, kind: str) -> Iterator[tuple[str, Any]]:
+        """(where, recorded key material) of every readable call of `kind`.
+
+        The replay miss compares against these to show the nearest call, so an
+        unreadable entry is skipped, never raised: a broken neighbour is the audit's
+        business, not the miss's.
+        """
 
 
 def _check_key(key: str) -> None:
@@ -242,6 +251,18 @@ class FixtureDir:
             if data is not None:
                 yield parse_fixture(str(path), data)
 
+    def recorded_requests(self, kind: str) -> Iterator[tuple[str, Any]]:
+        """(file, recorded key material) of each readable file of `kind`, skipping broken ones."""
+        for path in self.files(kind):
+            # Plain JSON is enough to compare requests, and much cheaper than validating
+            # every file of a large directory.
+            try:
+                doc = json.loads(path.read_bytes())
+            except (OSError, ValueError):
+                continue
+            if isinstance(doc, dict) and doc.get("kind") == kind and "request" in doc:
+                yield str(path), doc["request"]
+
 
 class CassetteStore:
     """The single-file store: `{version, entries}` sorted by key, locked across processes."""
@@ -317,3 +338,14 @@ class CassetteStore:
         for entry in entries:
             if kind is None or entry.kind == kind:
                 yield entry.to_fixture()
+
+    def recorded_requests(self, kind: str) -> Iterator[tuple[str, Any]]:
+        """(cassette file, recorded key material) of each entry of `kind`; nothing when
+        the cassette cannot be read."""
+        try:
+            entries = sorted(self._load().values(), key=lambda e: (e.key, e.kind))
+        except FixtureFormatError:
+            return
+        for entry in entries:
+            if entry.kind == kind:
+                yield str(self.path), entry.request

@@ -33,8 +33,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._errors import DriftError, FixtureError, MissingFixtureError
-from ._replay import MODE_ENV, MODEL_MODE_ENV, MODES, Mode, ModelFixtures
+from ._errors import DriftError, FixtureError, MissingFixtureError, RedactkeyError
+from ._replay import (
+    DEFAULT_MODE,
+    MODE_ENV,
+    MODEL_MODE_ENV,
+    MODES,
+    Mode,
+    ModelFixtures,
+    parse_mode,
+)
 
 if TYPE_CHECKING:
     from ._config import Config
@@ -46,7 +54,6 @@ if TYPE_CHECKING:
 
 __all__ = ["NetworkRefusedError", "RedactkeySettings", "TrackedStore"]
 
-DEFAULT_MODE: Mode = "replay"
 MARKER = "redactkey"
 GUARD_SCOPES = ("used", "all", "off")
 VERIFY_POLICIES = ("fail", "report")
@@ -148,14 +155,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _check_mode(value: str | None, source: str) -> Mode | None:
-    if value is None or value == "":
-        return None
-    for mode in MODES:
-        if value == mode:
-            return mode
-    raise pytest.UsageError(
-        f"{source}={value!r} is not a redactkey mode; use one of {', '.join(MODES)}"
-    )
+    try:
+        return parse_mode(value, source)
+    except RedactkeyError:
+        raise pytest.UsageError(
+            f"{source}={value!r} is not a redactkey mode; use one of {', '.join(MODES)}"
+        ) from None
 
 
 def _env(name: str) -> str | None:
@@ -423,6 +428,9 @@ class TrackedStore:
     def iter_fixtures(self, kind: str | None = None) -> Iterator[Fixture]:
         return self.inner.iter_fixtures(kind)
 
+    def recorded_requests(self, kind: str) -> Iterator[tuple[str, Any]]:
+        return self.inner.recorded_requests(kind)
+
     def events(self, root: Path) -> list[dict[str, str]]:
         """What this test did, one JSON-ready record per call; paths relative to `root`."""
         return [
@@ -491,6 +499,7 @@ class _Summary:
     def document(self, mode: str, model_mode: str, root: Path, report: Path) -> dict[str, Any]:
         """The run report. Its paths are relative to the report's directory, which is
         how `redact audit --run-report` resolves them."""
+        from ._report import report_document
 
         def moved(shown: str) -> str:
             try:
@@ -501,22 +510,19 @@ class _Summary:
         def events(items: list[dict[str, str]]) -> list[dict[str, str]]:
             return [{**e, "store": moved(e["store"]), "file": moved(e["file"])} for e in items]
 
-        return {
-            "version": 1,
-            "mode": mode,
-            "model_mode": model_mode,
-            "replayed": events(self.replayed),
-            "recorded": events(self.recorded),
-            "missing": events(self.missing),
-            "unused": [moved(path) for path in self.unused],
-            "unchecked": self.unchecked,
-            "blocked": [
+        return report_document(
+            [*events(self.replayed), *events(self.recorded), *events(self.missing)],
+            (moved(path) for path in self.unused),
+            mode=mode,
+            model_mode=model_mode,
+            unchecked=self.unchecked,
+            blocked=[
                 {"test": test, "target": target}
                 for test, targets in sorted(self.blocked.items()) for target in targets
             ],
-            "drifted": [{**d, "file": moved(d["file"])} for d in self.drifted],
+            drifted=[{**d, "file": moved(d["file"])} for d in self.drifted],
             **({"rerecord": self.rerecord_command()} if self.drifted else {}),
-        }
+        )
 
 
 def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
