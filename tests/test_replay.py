@@ -54,6 +54,9 @@ class FakeRedactor:
     def redact_stream(self, chunks: list[Any]) -> list[Any]:
         return [self.redact(c) for c in chunks]
 
+    def learn(self, request: Any) -> int:
+        return 0
+
 
 def fixtures(path: Path, mode: str, **kwargs: Any) -> ModelFixtures:
     kwargs.setdefault("redactor", FakeRedactor())

@@ -40,6 +40,7 @@ from ._detectors import (
     looks_high_entropy,
 )
 from ._errors import UsageError
+from ._placeholders import looks_redacted
 from ._secrets import RunSecrets, mask
 
 __all__ = [
@@ -225,10 +226,14 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 class _Known:
     """The known-value automaton for one version of the run secrets."""
 
-    __slots__ = ("automaton", "version")
+    __slots__ = ("automaton", "values", "version")
 
     def __init__(self, secrets: RunSecrets | None) -> None:
         self.version = -1 if secrets is None else secrets.version
+        # Values long enough that 8 shown characters are only part of them.
+        self.values: list[tuple[str, str]] = [] if secrets is None else [
+            (slot, value) for slot, value in secrets.values() if len(value) >= 12
+        ]
         patterns = [] if secrets is None else secrets.patterns()
         if not patterns:
             self.automaton: Any = None
@@ -374,6 +379,76 @@ class Redactor:
     def redact_url(self, url: str) -> str:
         """Redact userinfo, credential query parameters and known values in a URL."""
         return self._str(url, "", None, 0, query=True)
+
+    def learn(self, request: Any) -> int:
+        """Take the credentials a request sends by name into the run's secrets.
+
+        The value of every credential-named header, query parameter and field
+        (`Authorization`, `x-api-key`, `api-key`, `x-goog-api-key`, `?key=`, `"api_key"`,
+        a URL's password; a `Bearer`/`Token`/`Basic` scheme is taken off, a `Basic`
+        credential decoded) joins the run secrets under the slot `learned:<name>`, with
+        all its encoded variants, so an answer that echoes it is redacted like an
+        environment variable's value. Placeholders and values shorter than the secrets'
+        minimum length are passed over. Returns how many new values were learned.
+        """
+        found: list[tuple[str, str]] = []
+        self._credentials(request, found, 0)
+        if not found:
+            return 0
+        secrets = self._secrets
+        if secrets is None:
+            with self._lock:
+                if self._secrets is None:
+                    self._secrets = RunSecrets({})
+                secrets = self._secrets
+        before = secrets.version
+        for name, value in found:
+            for credential in _credential_values(value):
+                if len(credential) < secrets.min_length or looks_redacted(
+                    credential, self.is_placeholder
+                ) or self._redacted(credential):
+                    continue
+                secrets.add(f"learned:{_norm(name)}", credential)
+        return secrets.version - before
+
+    def _credentials(self, value: Any, found: list[tuple[str, str]], depth: int) -> None:
+        """(name, value) of every credential sent by name in a request."""
+        if depth > MAX_NESTING:
+            return
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if isinstance(key, str) and self.is_sensitive_key(key) and _norm(key) not in (
+                    "cookie", "set-cookie"
+                ):
+                    found.extend((key, leaf) for leaf in _string_leaves(item))
+                else:
+                    self._credentials(item, found, depth + 1)
+        elif isinstance(value, (list, tuple)):
+            if (len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
+                    and self.is_sensitive_key(value[0])):
+                found.append((value[0], value[1]))
+                return
+            for item in value:
+                self._credentials(item, found, depth + 1)
+        elif isinstance(value, str) and len(value) >= 8:
+            self._text_credentials(value, found, depth)
+
+    def _text_credentials(self, text: str, found: list[tuple[str, str]], depth: int) -> None:
+        if text[:1] in ("{", "[") and depth < _MAX_DEPTH:
+            try:
+                data = json.loads(text)
+            except (ValueError, RecursionError):
+                data = None
+            if isinstance(data, (dict, list)):
+                self._credentials(data, found, depth + 1)
+                return
+        if "://" in text and "@" in text:
+            for match in _URL_USERINFO.finditer(text):
+                found.append(("url-password", _unquote(match.group(1))))
+        if "=" in text or ":" in text:
+            for span in self._keyed_spans(text, query=True):
+                if span.slot not in ("cookie", "set-cookie"):
+                    found.append((span.slot or "credential", _unquote(text[span.start:span.end])))
 
     def redact_headers(self, headers: Mapping[str, Any]) -> dict[str, Any]:
         """Redact a header map: credential-named headers whole, any other value as text."""
@@ -667,12 +742,35 @@ class Redactor:
             if automaton is not None:
                 for end, (length, slot) in automaton.iter(text):
                     spans.append(Span(end + 1 - length, end + 1, "known-value", slot))
+                if _MASK_MARK.search(text):
+                    spans.extend(self._masked_parts(text))
         found, hinted = self._detectors.scan(text)
         if found:
             spans.extend(found)
         if hinted:
             spans.extend(self._keyed_spans(text, query=query))
         return spans
+
+    def _masked_parts(self, text: str) -> list[Span]:
+        """The first or last 8+ characters of a known secret shown next to an ellipsis or a
+        mask (`sk-…abcd1234`, `****abcd1234`, `sk-proj-abcd…`): a preview is still a part."""
+        values = self._known.values
+        out: list[Span] = []
+        for match in _MASKED_TAIL.finditer(text):
+            shown, start = match.group(1), match.start(1)
+            for slot, value in values:
+                for length in range(min(len(shown), len(value) - 1), 7, -1):
+                    if value.endswith(shown[:length]):
+                        out.append(Span(start, start + length, "known-value", slot))
+                        break
+        for match in _MASKED_HEAD.finditer(text):
+            shown, start = match.group(1), match.start(1)
+            for slot, value in values:
+                for skip in range(0, len(shown) - 7):
+                    if len(shown) - skip < len(value) and value.startswith(shown[skip:]):
+                        out.append(Span(start + skip, match.end(1), "known-value", slot))
+                        break
+        return out
 
     def _scan(self, text: str, *, query: bool = False) -> list[Span]:
         spans = self._raw_spans(text, query=query)
@@ -837,6 +935,40 @@ class Redactor:
             payload = json.dumps(new, ensure_ascii=False, separators=(",", ":")) if is_json else new
             out[index] = out[index][:start] + payload + out[index][end:]
         return out
+
+
+_MASK = r"(?:…|\.{3,8}|\*{3,64}|•{2,64}|x{4,64}|X{4,64})"
+_MASK_MARK = re.compile(r"…|\.\.\.|\*\*\*|••|xxxx|XXXX")
+_MASKED_TAIL = re.compile(_MASK + r"([A-Za-z0-9_\-+/=]{8,256})")
+_MASKED_HEAD = re.compile(r"(?<![A-Za-z0-9_\-+/=])([A-Za-z0-9_\-+/=]{8,256}?)" + _MASK)
+_URL_USERINFO = re.compile(r"://[^\s/?#@:\"'<>]{0,256}:([^\s/?#\"'<>]{1,256})@")
+_SCHEMED = re.compile(r"^\s*(?P<scheme>[A-Za-z][A-Za-z0-9_\-]{0,20})\s+(?P<cred>\S+)\s*$")
+
+
+def _string_leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _string_leaves(item)]
+    return []
+
+
+def _credential_values(value: str) -> list[str]:
+    """The secret parts of a credential as sent: without its auth scheme; a `Basic`
+    credential decoded to its password (its base64 forms are among the variants)."""
+    value = value.strip()
+    match = _SCHEMED.match(value)
+    if match is None:
+        return [value] if value and not any(c.isspace() for c in value) else []
+    scheme, credential = match.group("scheme"), match.group("cred")
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(credential + "=" * (-len(credential) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            return [credential]
+        _user, colon, password = decoded.decode("utf-8", "surrogateescape").partition(":")
+        return [password, credential] if colon and password else [credential]
+    return [credential]
 
 
 # --- helpers ----------------------------------------------------------------------------

@@ -94,6 +94,10 @@ class StreamRedactor(Protocol):
 
     def redact_text(self, text: str) -> str: ...
 
+    def learn(self, request: Any) -> int:
+        """Take the credentials the request sends by name into the run's secrets."""
+        ...
+
 
 Outcome = Literal["replayed", "recorded", "missing"]
 
@@ -349,6 +353,11 @@ class ModelFixtures:
 
     def _key(self, kind: str, request: Any, spec: KeySpec | None) -> _Call:
         self.store.path_for(kind, "0" * 64)  # refuse a bad kind before anything else
+        # Credentials the request sends by name (a key from a config file or a constructor
+        # argument, not only the environment) join the run secrets before anything is
+        # redacted: an answer that echoes one loses it. In replay too, so that a dummy key
+        # echoed into a prompt is keyed the way the live one was.
+        self.redactor.learn(request)
         material = key_material(kind, request, spec=spec or self.spec, redactor=self.redactor)
         return _Call(kind, material, key_from_material(material))
 

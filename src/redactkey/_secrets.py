@@ -363,6 +363,13 @@ class RunSecrets:
                     seen.setdefault(variant, slot)
         return sorted(seen.items())
 
+    def values(self) -> list[tuple[str, str]]:
+        """Every (slot, value), sorted; for the redactor's masked-preview check, never for
+        display."""
+        with self._lock:
+            return sorted((slot, value) for slot, values in self._values.items()
+                          for value in values)
+
     def __len__(self) -> int:
         return len(self._values)
 

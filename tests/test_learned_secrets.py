@@ -1,0 +1,192 @@
+"""Secrets learned from the wire: a key that no environment variable names is still redacted.
+
+The real `mistralai` SDK gets its key as a constructor argument (no environment variable,
+no prefix to recognise it by) and talks, through `FixtureTransport`, to a local fake
+server that echoes the key from the `Authorization` header into its answer, whole and
+cut across stream events. The fixtures keep no 8-character piece of the key, and
+`redact audit` finds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mistralai.client import Mistral
+
+from redactkey import FixtureDir, FixtureTransport, Redactor, RunSecrets
+from redactkey._cli import main
+
+ALNUM = string.ascii_letters + string.digits
+
+
+def _key() -> str:
+    return "".join(secrets.choice(ALNUM) for _ in range(32))
+
+
+class _EchoHandler(BaseHTTPRequestHandler):
+    """Answers Mistral chat completions with the caller's own key in the text."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        key = self.headers.get("authorization", "").removeprefix("Bearer ")
+        text = f"You called me with {key}; its last part is …{key[-8:]}."
+        common = {"id": "cmpl-" + "0" * 24, "model": body.get("model", "x"), "created": 1}
+        if body.get("stream"):
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            for start in range(0, len(text), 5):
+                chunk = {**common, "object": "chat.completion.chunk", "choices": [
+                    {"index": 0, "delta": {"content": text[start:start + 5]},
+                     "finish_reason": None}]}
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.write(b"data: [DONE]\n\n")
+            return
+        answer = {**common, "object": "chat.completion",
+                  "choices": [{"index": 0, "finish_reason": "stop",
+                               "message": {"role": "assistant", "content": text}}],
+                  "usage": {"prompt_tokens": 3, "completion_tokens": 9, "total_tokens": 12}}
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def echo_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def _client(store: Path, url: str, key: str, mode: str) -> Mistral:
+    # An empty RunSecrets: the key is in no environment variable and no declared slot.
+    transport = FixtureTransport(FixtureDir(store), mode=mode,
+                                 redactor=Redactor(RunSecrets({})))
+    return Mistral(api_key=key, server_url=url, client=httpx.Client(transport=transport))
+
+
+def _pieces(key: str) -> list[str]:
+    return [key[i:i + 8] for i in range(len(key) - 7)]
+
+
+class TestMistralSDK:
+    """A constructor-argument key echoed by the server never reaches a fixture."""
+
+    def test_echoed_key_is_redacted_and_audit_is_clean(
+        self, tmp_path: Path, echo_server: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """Whole answer and stream: no 8-character piece of the key; audit exit 0."""
+        monkeypatch.delenv("MISTRAL_API_KEY", raising=False)
+        key = _key()
+        client = _client(tmp_path, echo_server, key, "record")
+        messages = [{"role": "user", "content": "hello"}]
+        answer = client.chat.complete(model="mistral-small-latest", messages=messages)
+        assert key in str(answer.choices[0].message.content)  # the program sees it live
+        streamed = "".join(
+            str(event.data.choices[0].delta.content or "")
+            for event in client.chat.stream(model="mistral-small-latest", messages=messages)
+        )
+        assert key in streamed
+        files = sorted(tmp_path.rglob("*.json"))
+        assert len(files) == 2
+        for path in files:
+            text = path.read_text(encoding="utf-8")
+            assert not [p for p in _pieces(key) if p in text], path.name
+        assert main(["audit", str(tmp_path)]) == 0, capsys.readouterr().out
+
+    def test_replay_with_another_key_hits_the_recording(
+        self, tmp_path: Path, echo_server: str,
+    ) -> None:
+        """The learned key never enters the request key: replay with a new key hits."""
+        recorded = _client(tmp_path, echo_server, _key(), "record")
+        messages = [{"role": "user", "content": "hello"}]
+        recorded.chat.complete(model="mistral-small-latest", messages=messages)
+        replayed = _client(tmp_path, echo_server, _key(), "replay")
+        answer = replayed.chat.complete(model="mistral-small-latest", messages=messages)
+        assert "[REDACTED]" in str(answer.choices[0].message.content)
+
+
+class TestLearn:
+    """`Redactor.learn` takes credentials by name from a request."""
+
+    @pytest.mark.parametrize(
+        ("request_document", "value"),
+        [
+            ({"headers": {"authorization": "Bearer {v}"}}, "{v}"),
+            ({"headers": {"x-api-key": "{v}"}}, "{v}"),
+            ({"headers": [["api-key", "{v}"]]}, "{v}"),
+            ({"headers": {"x-goog-api-key": ["{v}"]}}, "{v}"),
+            ({"url": "https://api.example.com/v1/models?key={v}&alt=json"}, "{v}"),
+            ({"url": "postgres://app:{v}@db.internal/app"}, "{v}"),
+            ({"json": {"api_key": "{v}", "model": "m"}}, "{v}"),
+            ({"text": '{{"client_secret": "{v}"}}'}, "{v}"),
+            ({"text": "grant_type=password&password={v}"}, "{v}"),
+            ({"headers": {"authorization": "Token {v}"}}, "{v}"),
+        ],
+    )
+    def test_learned_value_is_redacted_in_answers(
+        self, request_document: dict[str, Any], value: str,
+    ) -> None:
+        """After learning, the value is redacted wherever it appears, in any encoding."""
+        secret = _key()
+        document = json.loads(json.dumps(request_document).replace("{v}", secret))
+        redactor = Redactor()
+        assert redactor.learn(document) >= 1
+        out = redactor.redact({"echo": f"seen {secret} and {secret[:4]}…{secret[-10:]}"})
+        assert secret not in json.dumps(out)
+        assert secret[-10:] not in json.dumps(out)
+
+    def test_basic_credential_is_decoded(self) -> None:
+        """A `Basic` credential's password is learned (and found base64-encoded)."""
+        import base64
+
+        password = _key()
+        encoded = base64.b64encode(f"user:{password}".encode()).decode()
+        redactor = Redactor()
+        redactor.learn({"headers": {"authorization": f"Basic {encoded}"}})
+        assert redactor.redact_text(f"the password was {password}") == (
+            "the password was [REDACTED]"
+        )
+
+    @pytest.mark.parametrize(
+        "value", ["[REDACTED]", "Bearer <TOKEN>", "short", "Bearer test", "your-api-key"]
+    )
+    def test_placeholders_and_short_values_are_not_learned(self, value: str) -> None:
+        """Nothing short or placeholder-like joins the secrets."""
+        redactor = Redactor()
+        assert redactor.learn({"headers": {"authorization": value}}) == 0
+        assert "slots=0" in repr(redactor)
+
+    def test_known_secret_preview_is_redacted(self) -> None:
+        """First or last 8+ characters next to an ellipsis or a mask are taken out."""
+        secret = "sk-" + _key()
+        collected = RunSecrets({})
+        collected.add("OPENAI_API_KEY", secret)
+        redactor = Redactor(collected)
+        for text in (f"sk-…{secret[-8:]}", f"****{secret[-12:]}", f"{secret[:14]}…"):
+            out = redactor.redact_text(f"key {text} here")
+            assert secret[-8:] not in out
+            assert secret[3:14] not in out
