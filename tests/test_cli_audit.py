@@ -129,6 +129,10 @@ class TestAuditCorpus:
             ("openai_chat_leaky.yaml", "identifying-header"),
             ("openai_chat_leaky.yaml", "cookie"),
             ("gemini_ruby_vcr.yml", "sensitive-key"),
+            # header maps in generic JSON are read with the same vocabulary: an
+            # organisation id in a captured response is a warning wherever it sits
+            ("anthropic_messages.json", "identifying-header"),
+            ("openai_responses.json", "identifying-header"),
             ("@model.chat.74a7b533c97e5c14f6d18a660ca8111072606b55c736a958124ea641c0689254.json",
              "anthropic-api-key"),
             ("weather.87d34c97ba6e1964e4faab90a6a11eafb98fcf95c01c96e66ffb5290ce66b8d3.json",
@@ -183,12 +187,14 @@ class TestAuditRealworld:
 
     def test_no_crash_and_leak_classes(self, shared_dir: Path, monkeypatch: pytest.MonkeyPatch,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-        """All 113 files are read; org ids, cookies and request ids are reported; traps are not."""
+        """All 113 recordings (and the 3 notes beside them) are read, the 7 licence texts
+        skipped; org ids, cookies and request ids are reported; traps are not."""
         monkeypatch.chdir(shared_dir / "realworld")
         code, data = audit_json(capsys, ".")
         assert code == 1
         assert data["errors"] == []
-        assert data["files_scanned"] == 113
+        assert data["files_scanned"] == 116
+        assert [s["reason"] for s in data["skipped"]] == ["licence text"] * 7  # type: ignore[union-attr,index]
         findings = data["findings"]
         assert isinstance(findings, list)
         slots = {(f["rule"], (f["slot"] or "").lower()) for f in findings}

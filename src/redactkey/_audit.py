@@ -14,7 +14,6 @@ request fields and duplicate interactions.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,9 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
 from ._canonical import canonicalize, pointer_join
-from ._cassettes import Interaction, Message, Recording
-from ._check import STRUCTURED_SUFFIXES, Checker, Target, expand_paths
+from ._cassettes import Interaction, Recording
+from ._check import Checker, Target, Unreadable, begin
+from ._classify import RECORDING_SUFFIXES, inner_suffix
 from ._errors import FixtureFormatError
 from ._findings import InputProblem, Issue, Report
 from ._format import (
@@ -34,14 +34,13 @@ from ._format import (
     parse_fixture,
 )
 from ._keys import find_volatile, key_from_material
-from ._placeholders import looks_redacted
+from ._readers import RECORDING_FORMATS
 from ._secrets import mask
 from ._store import kind_for_file_name
-from ._vocabulary import header_class
 
 __all__ = ["Auditor", "audit_paths", "load_unused_files"]
 
-_HTTP_FORMATS = frozenset({"vcrpy", "ruby-vcr", "rvcr-json", "grpc", "websocket"})
+_HTTP_FORMATS = RECORDING_FORMATS
 
 
 class _FixtureSchema:
@@ -92,13 +91,13 @@ class Auditor:
         self.schema = _FixtureSchema()
         self.unused = unused
         self.keys: dict[tuple[str, str], list[str]] = {}
-        self.formats: Counter[str] = Counter()
         self.fixture_files: list[Target] = []
 
     # -- one file -------------------------------------------------------------------
 
-    def audit_target(self, target: Target) -> list[Issue]:
-        """Issues of one file; `FixtureFormatError` only when it cannot be read at all."""
+    def audit_target(self, target: Target) -> tuple[list[Issue], str]:
+        """Issues of one file and the format it was read as; `Unreadable` when it cannot
+        be read (over a cap, corrupt), `FixtureFormatError` when it cannot be opened."""
         issues: list[Issue] = []
         try:
             size = target.path.stat().st_size
@@ -110,21 +109,20 @@ class Auditor:
                                        f"{self.config.max_fixture_bytes}"))
         found, cassette = self.checker.check_target(target)
         issues.extend(found)
-        self.formats[cassette.format if cassette is not None else "unparsable"] += 1
         named = kind_for_file_name(target.path.name)
         if cassette is None:
-            if target.path.suffix.lower() in STRUCTURED_SUFFIXES:
+            if inner_suffix(target.path) in RECORDING_SUFFIXES:
                 issues.append(Issue(target.display, 1, "unparsable-file",
                                     detail=_parse_problem(target)))
-            return issues
+                return issues, "unparsable"
+            return issues, "text"
         if cassette.format == "store":
             issues.extend(self._store(target, cassette))
         elif cassette.format == "fixture" or named is not None:
             issues.extend(self._fixture(target, cassette, named))
         elif cassette.format in _HTTP_FORMATS:
-            reported = {issue.pointer for issue in found}
-            issues.extend(_http_cassette(target.display, cassette, reported))
-        return issues
+            issues.extend(_http_cassette(target.display, cassette))
+        return issues, cassette.format
 
     def _fixture(
         self, target: Target, cassette: Recording, named: tuple[str, str] | None
@@ -229,11 +227,13 @@ class Auditor:
 
 
 def _parse_problem(target: Target) -> str:
-    from ._cassettes import load_cassette
+    from ._classify import open_target
+    from ._readers import read_recording
 
     try:
-        load_cassette(target.path)
-    except FixtureFormatError as exc:
+        opened = open_target(target)
+        read_recording(target.path, opened.text, suffix=opened.suffix)
+    except (FixtureFormatError, Unreadable) as exc:
         return exc.problem
     return "could not be parsed"  # pragma: no cover - check_target parsed it already
 
@@ -264,27 +264,6 @@ def _key_mismatch(
 # --------------------------------------------------------------------------- cassettes
 
 
-def _header_issues(display: str, cassette: Recording, message: Message,
-                   reported: set[str]) -> list[Issue]:
-    issues: list[Issue] = []
-    for name, values in message.headers.items():
-        cls = header_class(name)
-        if cls is None or cls == "cookie":  # cookies come from the redactor's findings
-            continue
-        for index, value in enumerate(values):
-            pointer = pointer_join(pointer_join(pointer_join(message.pointer, "headers"), name),
-                                   index)
-            if pointer in reported:
-                continue
-            if cls == "identifying-header" and looks_redacted(value):
-                continue
-            line = cassette.line_for(pointer)
-            preview = mask(value) if cls == "identifying-header" else None
-            issues.append(Issue(display, line, cls, pointer=pointer, slot=name,
-                                preview=preview))
-    return issues
-
-
 def _request_identity(call: Interaction) -> str:
     try:
         body = canonicalize(call.request.body).decode("utf-8")
@@ -293,13 +272,11 @@ def _request_identity(call: Interaction) -> str:
     return "\0".join((call.method or "", call.uri or "", body))
 
 
-def _http_cassette(display: str, cassette: Recording, reported: set[str]) -> list[Issue]:
+def _http_cassette(display: str, cassette: Recording) -> list[Issue]:
+    """Volatile request fields and duplicate requests (header findings are the checker's)."""
     issues: list[Issue] = []
     seen: dict[str, int] = {}
     for call in cassette.interactions:
-        issues.extend(_header_issues(display, cassette, call.request, reported))
-        if call.response is not None:
-            issues.extend(_header_issues(display, cassette, call.response, reported))
         if call.request.body_pointer is not None and call.method not in ("WS", "GRPC"):
             for found in find_volatile(call.request.body):
                 pointer = call.request.body_pointer + found.pointer
@@ -354,20 +331,22 @@ def audit_paths(
     progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
 ) -> Report:
     """Run `redact audit` over directories (JSON and YAML files inside) and files."""
-    targets, problems = expand_paths(paths, suffixes=STRUCTURED_SUFFIXES)
-    report = Report(command="audit", problems=list(problems))
+    report, targets = begin(paths, "audit", strict=checker.strict)
     auditor = Auditor(checker, unused=unused)
     iterator: Iterable[Target] = progress(targets) if progress is not None else targets
     found: list[Issue] = []
     for target in iterator:
         try:
-            found.extend(auditor.audit_target(target))
+            issues, fmt = auditor.audit_target(target)
+        except Unreadable as exc:
+            report.skip(target.display, exc.problem, finding=True)
+            continue
         except FixtureFormatError as exc:
             report.problems.append(InputProblem(target.display, exc.problem))
             continue
-        report.files += 1
+        found.extend(issues)
+        report.read(target.display, fmt)
     found.extend(auditor.finish())
-    report.formats = auditor.formats
     for issue in found:
         if checker.allowlisted(issue):
             report.allowed += 1

@@ -24,13 +24,11 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import contextvars
 import datetime as _dt
-import gzip
-import io
 import json
 import re
-import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,7 @@ import yaml
 
 from ._canonical import JSONValue, pointer_join
 from ._errors import FixtureFormatError
+from ._limits import MAX_DECODED_BYTES, MAX_NODES, OverCap, bounded_decompress
 from ._redact import MAX_NESTING, nesting_exceeds
 
 __all__ = [
@@ -53,11 +52,34 @@ __all__ = [
     "resolve_pointer",
 ]
 
-# A decompressed body larger than this is kept compressed (a gzip bomb must not
-# take the audit down); real LLM responses are far below it.
-MAX_DECOMPRESSED = 64 * 1024 * 1024
-# Aliases can expand a small YAML file exponentially ("billion laughs").
-MAX_NODES = 2_000_000
+# A decompressed body larger than the shared cap is kept compressed and reported (a
+# gzip bomb must not take a command down); real LLM responses are far below it.
+MAX_DECOMPRESSED = MAX_DECODED_BYTES
+
+# Bodies that could not be decoded while one file is read: (problem) in reading order.
+# Set by `collect_problems` around one parse; a plain list, never shared across files.
+_PROBLEMS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "redactkey_decode_problems", default=None
+)
+
+
+@contextlib.contextmanager
+def collect_problems() -> Iterator[list[str]]:
+    """Collect the bodies that could not be decoded (over the cap, corrupt) while
+    reading one file."""
+    found: list[str] = []
+    token = _PROBLEMS.set(found)
+    try:
+        yield found
+    finally:
+        _PROBLEMS.reset(token)
+
+
+def note_problem(problem: str) -> None:
+    """Record a body that could not be decoded (see `collect_problems`)."""
+    found = _PROBLEMS.get()
+    if found is not None and len(found) < 100:
+        found.append(problem)
 
 _SafeLoader: type[yaml.SafeLoader]
 try:  # libyaml is an order of magnitude faster; both keep node marks
@@ -136,6 +158,15 @@ class Message:
     headers: dict[str, list[str]]
     body: JSONValue
     body_pointer: str | None
+    # where each header value sits in the document, when not at `<pointer>/headers/<name>/<i>`
+    header_pointers: dict[str, list[str]] = field(default_factory=dict)
+
+    def header_pointer(self, name: str, index: int) -> str:
+        """The JSON pointer of the `index`-th value of header `name`."""
+        known = self.header_pointers.get(name)
+        if known is not None and index < len(known):
+            return known[index]
+        return pointer_join(pointer_join(pointer_join(self.pointer, "headers"), name), index)
 
     def header(self, name: str) -> list[str]:
         """All values of a header, by case-insensitive name."""
@@ -170,6 +201,7 @@ class Recording:
     lines: LineMap
     interactions: list[Interaction] = field(default_factory=list)
     text: str = ""  # the file's text as read
+    problems: list[str] = field(default_factory=list)  # bodies that could not be decoded
 
     def line_for(self, pointer: str, offset: int | None = None) -> int:
         """Line number in the file for a JSON pointer of `document` (and a text offset)."""
@@ -300,6 +332,15 @@ class _Builder:
             if isinstance(value, bool):
                 return "true" if value else "false"
             return str(value)
+        if (
+            isinstance(node, yaml.SequenceNode)
+            and node.tag.startswith(_YAML_TAG + "python/")
+            and len(node.value) == 1
+            and isinstance(node.value[0], yaml.ScalarNode)
+        ):
+            # aiohttp's header names: `!!python/object/apply:multidict._multidict.istr
+            # [Accept]` is the string `Accept` (read as text, never constructed)
+            return str(node.value[0].value)
         return json.dumps(self.build(node, ""), sort_keys=True)
 
     def _scalar(self, node: yaml.ScalarNode) -> JSONValue:
@@ -451,33 +492,20 @@ class _LazyJSONLines(LineMap):
 
 
 def decode_body_bytes(raw: bytes, encoding: str = "") -> str | None:
-    """Text of a recorded body: gunzip/inflate when compressed, then UTF-8; None if binary."""
-    data = raw
-    enc = encoding.lower()
-    if data[:2] == b"\x1f\x8b":
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as handle:
-                data = handle.read(MAX_DECOMPRESSED + 1)
-        except (OSError, EOFError, zlib.error):
-            return None
-        if len(data) > MAX_DECOMPRESSED:
-            return None
-    elif "deflate" in enc:
-        try:
-            inflater = zlib.decompressobj()
-            data = inflater.decompress(data, MAX_DECOMPRESSED)
-        except zlib.error:
-            try:
-                data = zlib.decompressobj(-zlib.MAX_WBITS).decompress(data, MAX_DECOMPRESSED)
-            except zlib.error:
-                return None
+    """Text of a recorded body: gunzip/inflate/unbrotli when compressed (within the shared
+    cap), then UTF-8; None if binary or undecodable (noted with `note_problem`)."""
+    try:
+        data = bounded_decompress(raw, encoding)
+    except OverCap as exc:
+        note_problem(f"a body {exc.problem}")
+        return None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
 
 
-def _header_map(value: JSONValue) -> dict[str, list[str]]:
+def header_map(value: JSONValue) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     if not isinstance(value, dict):
         return out
@@ -489,7 +517,7 @@ def _header_map(value: JSONValue) -> dict[str, list[str]]:
     return out
 
 
-def _maybe_json(text: str) -> JSONValue:
+def maybe_json(text: str) -> JSONValue:
     stripped = text.lstrip()
     if stripped[:1] in ("{", "[") and len(text) < 32 * 1024 * 1024:
         try:
@@ -500,7 +528,7 @@ def _maybe_json(text: str) -> JSONValue:
     return text
 
 
-def _decode_tree(value: Any, encoding: str = "") -> JSONValue:
+def decode_tree(value: Any, encoding: str = "") -> JSONValue:
     """Replace binary scalars by their text (or base64 when not text), recursively."""
     if isinstance(value, _Bytes):
         text = decode_body_bytes(bytes(value), encoding)
@@ -508,14 +536,14 @@ def _decode_tree(value: Any, encoding: str = "") -> JSONValue:
             return base64.b64encode(bytes(value)).decode("ascii")
         return text
     if isinstance(value, dict):
-        return {k: _decode_tree(v, encoding) for k, v in value.items()}
+        return {k: decode_tree(v, encoding) for k, v in value.items()}
     if isinstance(value, list):
-        return [_decode_tree(v, encoding) for v in value]
+        return [decode_tree(v, encoding) for v in value]
     return value
 
 
-def _content_encoding(headers: JSONValue) -> str:
-    for name, values in _header_map(_decode_tree(headers)).items():
+def content_encoding(headers: JSONValue) -> str:
+    for name, values in header_map(decode_tree(headers)).items():
         if name.lower() == "content-encoding":
             return ",".join(values)
     return ""
@@ -530,41 +558,41 @@ def _decode_body(body: Any, encoding: str) -> tuple[JSONValue, str]:
                 if field_name == "base64_string" and isinstance(inner, str):
                     with contextlib.suppress(binascii.Error, ValueError):
                         inner = _Bytes(base64.b64decode("".join(inner.split())))
-                decoded = _decode_tree(inner, encoding)
-                return (_maybe_json(decoded) if isinstance(decoded, str) else decoded,
+                decoded = decode_tree(inner, encoding)
+                return (maybe_json(decoded) if isinstance(decoded, str) else decoded,
                         "/" + field_name)
-        return _decode_tree(body, encoding), ""
-    decoded = _decode_tree(body, encoding)
+        return decode_tree(body, encoding), ""
+    decoded = decode_tree(body, encoding)
     if isinstance(decoded, str):
-        return _maybe_json(decoded), ""
+        return maybe_json(decoded), ""
     return decoded, ""
 
 
 # --------------------------------------------------------------------------- formats
 
 
-def _http_interactions(items: list[Any], base: str) -> tuple[list[Any], list[Interaction]]:
+def http_interactions(items: list[Any], base: str) -> tuple[list[Any], list[Interaction]]:
     decoded_items: list[Any] = []
     interactions: list[Interaction] = []
     for index, item in enumerate(items):
         pointer = pointer_join(base, index)
         if not isinstance(item, dict):
-            decoded_items.append(_decode_tree(item))
+            decoded_items.append(decode_tree(item))
             continue
         out = dict(item)
         raw_request = item.get("request")
         raw_response = item.get("response")
         request: dict[str, Any] = raw_request if isinstance(raw_request, dict) else {}
         response: dict[str, Any] | None = raw_response if isinstance(raw_response, dict) else None
-        req_msg, req_doc = _message(request, pointer_join(pointer, "request"))
+        req_msg, req_doc = read_message(request, pointer_join(pointer, "request"))
         out["request"] = req_doc if "request" in item else item.get("request")
         resp_msg: Message | None = None
         if response is not None:
-            resp_msg, resp_doc = _message(response, pointer_join(pointer, "response"))
+            resp_msg, resp_doc = read_message(response, pointer_join(pointer, "response"))
             out["response"] = resp_doc
         for other in item:
             if other not in ("request", "response"):
-                out[other] = _decode_tree(item[other])
+                out[other] = decode_tree(item[other])
         status_raw = response.get("status") if response is not None else None
         status: int | None = None
         if isinstance(status_raw, dict):
@@ -587,22 +615,22 @@ def _http_interactions(items: list[Any], base: str) -> tuple[list[Any], list[Int
     return decoded_items, interactions
 
 
-def _message(raw: Mapping[str, Any], pointer: str) -> tuple[Message, dict[str, JSONValue]]:
+def read_message(raw: Mapping[str, Any], pointer: str) -> tuple[Message, dict[str, JSONValue]]:
     doc: dict[str, JSONValue] = {}
-    encoding = _content_encoding(raw.get("headers"))
+    encoding = content_encoding(raw.get("headers"))
     body: JSONValue = None
     body_pointer: str | None = None
     for key, value in raw.items():
         if key == "headers":
-            doc[key] = _decode_tree(value)
+            doc[key] = decode_tree(value)
         elif key == "parsed_body":
-            doc[key] = _decode_tree(value)
+            doc[key] = decode_tree(value)
             body, body_pointer = doc[key], pointer_join(pointer, key)
         elif key == "body":
             decoded, suffix = _decode_body(value, encoding)
             if suffix:
                 inner = dict(value) if isinstance(value, dict) else {}
-                inner = {k: _decode_tree(v) for k, v in inner.items()}
+                inner = {k: decode_tree(v) for k, v in inner.items()}
                 inner[suffix[1:]] = decoded
                 doc[key] = inner
             else:
@@ -610,12 +638,23 @@ def _message(raw: Mapping[str, Any], pointer: str) -> tuple[Message, dict[str, J
             if body_pointer is None or decoded not in (None, ""):
                 body, body_pointer = decoded, pointer_join(pointer, key) + suffix
         else:
-            doc[key] = _decode_tree(value)
+            doc[key] = decode_tree(value)
+    headers = doc.get("headers")
+    pointers: dict[str, list[str]] = {}
+    if isinstance(headers, dict):
+        base = pointer_join(pointer, "headers")
+        for name, value in headers.items():
+            child = pointer_join(base, str(name))
+            pointers[str(name)] = (
+                [pointer_join(child, i) for i in range(len(value))]
+                if isinstance(value, list) else [child]
+            )
     message = Message(
         pointer=pointer,
-        headers=_header_map(doc.get("headers")),
+        headers=header_map(headers),
         body=body,
         body_pointer=body_pointer,
+        header_pointers=pointers,
     )
     return message, doc
 
@@ -624,7 +663,7 @@ def _grpc_or_ws(items: list[Any], base: str) -> tuple[list[Any], list[Interactio
     decoded: list[Any] = []
     interactions: list[Interaction] = []
     for index, item in enumerate(items):
-        value = _decode_tree(item)
+        value = decode_tree(item)
         decoded.append(value)
         if not isinstance(value, dict):
             continue
@@ -674,15 +713,12 @@ def _classify(document: JSONValue, is_json: bool) -> str:
     return "json" if is_json else "yaml"
 
 
-def parse_text(path: Path, text: str, *, normalise: bool = True) -> Recording:
-    """Parse the text of a JSON or YAML file into a `Recording` (any structure is accepted).
-
-    With `normalise=False` a JSON file's document is the parsed JSON as it is (no
-    interactions are built): the fast path of `redact check`, where the redactor opens
-    JSON bodies held in strings by itself.
-    """
+def load_document(path: Path, text: str) -> tuple[Any, LineMap, bool]:
+    """(raw document, line map, whether it was JSON) of a JSON or YAML text; YAML tags are
+    read as data, never constructed. `FixtureFormatError` when it does not parse."""
     name = str(path)
-    is_json = path.suffix.lower() == ".json" or text.lstrip()[:1] in ("{", "[")
+    suffix = path.suffix.lower()
+    is_json = suffix in (".json", ".har") or text.lstrip()[:1] in ("{", "[")
     lines: LineMap
     if is_json:
         try:
@@ -690,7 +726,7 @@ def parse_text(path: Path, text: str, *, normalise: bool = True) -> Recording:
         except RecursionError:
             raise FixtureFormatError(name, "JSON nested too deeply") from None
         except ValueError as exc:
-            if path.suffix.lower() == ".json":
+            if suffix in (".json", ".har"):
                 raise FixtureFormatError(name, f"not valid JSON: {exc}") from None
             raw, lines = _load_yaml(name, text)
             is_json = False
@@ -701,6 +737,13 @@ def parse_text(path: Path, text: str, *, normalise: bool = True) -> Recording:
     if nesting_exceeds(raw):
         raise FixtureFormatError(name, f"nested deeper than {MAX_NESTING} levels, which no "
                                  "recorded call needs; it is scanned as text only")
+    return raw, lines, is_json
+
+
+def build_recording(path: Path, text: str, raw: Any, lines: LineMap, is_json: bool, *,
+                    normalise: bool = True) -> Recording:
+    """A `Recording` of the formats this module reads (vcrpy, Ruby VCR, rVCR, gRPC,
+    websocket, redactkey fixtures, generic JSON/YAML) from a loaded document."""
     fmt = _classify(raw, is_json)
     interactions: list[Interaction] = []
     document: JSONValue
@@ -708,16 +751,27 @@ def parse_text(path: Path, text: str, *, normalise: bool = True) -> Recording:
         document = raw
     elif fmt in ("vcrpy", "ruby-vcr", "rvcr-json"):
         list_key = "interactions" if fmt == "vcrpy" else "http_interactions"
-        items, interactions = _http_interactions(raw[list_key], "/" + list_key)
-        document = {k: (_decode_tree(v) if k != list_key else items) for k, v in raw.items()}
+        items, interactions = http_interactions(raw[list_key], "/" + list_key)
+        document = {k: (decode_tree(v) if k != list_key else items) for k, v in raw.items()}
     elif fmt in ("grpc", "websocket"):
         items, interactions = _grpc_or_ws(raw["interactions"], "/interactions")
-        document = {k: (_decode_tree(v) if k != "interactions" else items)
+        document = {k: (decode_tree(v) if k != "interactions" else items)
                     for k, v in raw.items()}
     else:
-        document = _decode_tree(raw)
+        document = decode_tree(raw)
     return Recording(path=path, format=fmt, document=document, lines=lines,
-                    interactions=interactions, text=text)
+                     interactions=interactions, text=text)
+
+
+def parse_text(path: Path, text: str, *, normalise: bool = True) -> Recording:
+    """Parse the text of a JSON or YAML file into a `Recording` (any structure is accepted).
+
+    With `normalise=False` a JSON file's document is the parsed JSON as it is (no
+    interactions are built): the fast path of `redact check`, where the redactor opens
+    JSON bodies held in strings by itself.
+    """
+    raw, lines, is_json = load_document(path, text)
+    return build_recording(path, text, raw, lines, is_json, normalise=normalise)
 
 
 def read_text(path: Path) -> str:

@@ -8,99 +8,55 @@ Exit codes: 0 clean, 1 findings, 2 usage error or unreadable input.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
-from ._cassettes import Recording, parse_text, read_text, resolve_pointer
+from ._cassettes import Recording, resolve_pointer
+from ._classify import (
+    RECORDING_SUFFIXES,
+    Target,
+    Unreadable,
+    looks_like_recording,
+    open_target,
+    walk,
+)
 from ._config import Config
 from ._errors import FixtureFormatError, SecretError, UsageError
 from ._findings import InputProblem, Issue, Report
 from ._placeholders import AUTH_SCHEMES, looks_redacted
+from ._readers import header_sites, read_recording
 from ._redact import Redactor, shown_pointer
-from ._secrets import RunSecrets
-from ._vocabulary import COOKIE_HEADERS
+from ._secrets import RunSecrets, mask
+from ._vocabulary import COOKIE_HEADERS, header_class
 
 __all__ = [
     "STRUCTURED_SUFFIXES",
     "Checker",
     "Target",
+    "Unreadable",
+    "begin",
     "build_redactor",
     "check_paths",
-    "expand_paths",
     "progress_bar",
 ]
 
 # rules that flag a value because of the name it sits under, not because of its shape
 _BY_NAME_RULES = frozenset({"sensitive-key", "high-entropy", "url-password"})
 
-STRUCTURED_SUFFIXES = frozenset({".json", ".yaml", ".yml"})
-_SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",
-                        ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox", ".nox"})
+STRUCTURED_SUFFIXES = RECORDING_SUFFIXES
 
 
-@dataclass(frozen=True)
-class Target:
-    """A file to scan and the name to print for it."""
-
-    path: Path
-    display: str
-
-
-def _display(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-def _missing_reason(path: Path) -> str:
-    """Why a named path cannot be opened: a dangling or looping link, a parent that is a
-    file, or plain absence."""
-    try:
-        os.stat(path)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "symbolic link loop; fix or remove the link"
-        if exc.errno == errno.ENOTDIR:
-            return "a parent of this path is a file, not a directory; check the path"
-        if path.is_symlink():
-            return "broken symbolic link (its target does not exist); fix or remove the link"
-    return "no such file or directory"
-
-
-def expand_paths(
-    paths: Sequence[str], *, suffixes: frozenset[str] | None = None
-) -> tuple[list[Target], list[InputProblem]]:
-    """Files named and files under directories named (sorted), and the paths that are missing."""
-    targets: list[Target] = []
-    problems: list[InputProblem] = []
-    seen: set[Path] = set()
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found = []
-            for child in sorted(path.rglob("*")):
-                if any(part in _SKIP_DIRS for part in child.relative_to(path).parts[:-1]):
-                    continue
-                if child.is_file() and (suffixes is None or child.suffix.lower() in suffixes):
-                    found.append(child)
-            for child in found:
-                if child not in seen:
-                    seen.add(child)
-                    targets.append(Target(child, _display(child)))
-        elif path.is_file():
-            if path not in seen:
-                seen.add(path)
-                targets.append(Target(path, _display(path) if path.is_absolute() else raw))
-        elif path.exists():
-            problems.append(InputProblem(raw, "not a regular file"))
-        else:
-            problems.append(InputProblem(raw, _missing_reason(path)))
-    return targets, problems
+def begin(paths: Sequence[str], command: str, *, strict: bool = False
+          ) -> tuple[Report, list[Target]]:
+    """The report of a command over `paths` and the files it reads: one walk for `check`,
+    `audit` and `scrub`, with the skipped files listed (and reported when they may hold a
+    recording) and the paths that cannot be opened as problems (exit 2)."""
+    found = walk(paths)
+    report = Report(command=command, problems=list(found.problems), strict=strict)
+    for skipped in found.skipped:
+        report.skip(skipped.display, skipped.reason, finding=skipped.unreadable)
+    return report, found.targets
 
 
 def _last_name(pointer: str) -> str:
@@ -115,9 +71,11 @@ class Checker:
     """Scans files for secrets with a `Redactor` (detectors, the configured extra detectors,
     credential-named fields, run secrets); third-party placeholders count as redacted."""
 
-    def __init__(self, redactor: Redactor, config: Config, *, normalise: bool = True) -> None:
+    def __init__(self, redactor: Redactor, config: Config, *, normalise: bool = True,
+                 strict: bool = False) -> None:
         self.redactor = redactor
         self.config = config
+        self.strict = strict  # `--strict`: files that cannot be read are errors
         # False: JSON files are scanned as parsed, without building interactions (check)
         self.normalise = normalise
 
@@ -126,19 +84,35 @@ class Checker:
     def check_target(self, target: Target) -> tuple[list[Issue], Recording | None]:
         """Issues of one file and its parsed form (None for plain text).
 
-        Raises `FixtureFormatError` only when the file cannot be read at all; a JSON or
-        YAML file that does not parse is scanned as text.
+        Raises `Unreadable` when the file cannot be read (over a cap, corrupt gzip); a
+        JSON or YAML file that does not parse is scanned as text.
         """
-        text = read_text(target.path)
-        cassette: Recording | None = None
-        if target.path.suffix.lower() in STRUCTURED_SUFFIXES:
+        opened = open_target(target)
+        text = opened.text
+        recording: Recording | None = None
+        named = opened.suffix in RECORDING_SUFFIXES
+        if named or looks_like_recording(text):
             try:
-                cassette = parse_text(target.path, text, normalise=self.normalise)
-            except FixtureFormatError:
-                cassette = None
-        if cassette is not None:
-            return self.scan_cassette(cassette, target.display), cassette
+                recording = read_recording(target.path, text, suffix=opened.suffix,
+                                           normalise=self.normalise)
+            except FixtureFormatError as exc:
+                if not named:
+                    issues = self.scan_text(text, target.display)
+                    issues.append(self.unreadable_issue(
+                        target.display, f"looks like a recording but does not parse: "
+                                        f"{exc.problem}"))
+                    return issues, None
+        if recording is not None:
+            issues = self.scan_cassette(recording, target.display)
+            issues.extend(self.unreadable_issue(target.display, problem)
+                          for problem in recording.problems)
+            return issues, recording
         return self.scan_text(text, target.display), None
+
+    def unreadable_issue(self, display: str, problem: str) -> Issue:
+        """An `unreadable-file` finding: a warning, an error with `--strict`."""
+        return Issue(display, 1, "unreadable-file", detail=problem,
+                     severity="error" if self.strict else None)
 
     def dismissed(self, rule: str, segment: str, whole: str | None = None) -> bool:
         """Whether a redactor finding is not a leak: a placeholder, or a value too short to
@@ -189,6 +163,8 @@ class Checker:
             line = cassette.line_for(finding.pointer, offset)
             issues.append(Issue(display, line, rule, pointer=self.masked_pointer(finding.pointer),
                                 slot=slot, preview=finding.preview))
+        reported = {issue.pointer for issue in issues}
+        issues.extend(self.header_issues(cassette, display, reported))
         if cassette.text.lstrip()[:1] not in ("{", "["):
             # YAML comments are not part of the document but are committed all the same
             for number, comment in enumerate(cassette.text.splitlines(), 1):
@@ -198,6 +174,35 @@ class Checker:
                         if not self.dismissed(finding.rule, segment):
                             issues.append(Issue(display, number, finding.rule,
                                                 slot=finding.slot, preview=finding.preview))
+        return issues
+
+    def header_issues(self, recording: Recording, display: str,
+                      reported: set[str]) -> list[Issue]:
+        """Findings by header name, one vocabulary for every format: a credential header
+        (error), a cookie and an identifying header (warnings), a request id (note).
+        Values already reported at the same place, and placeholders, are passed over."""
+        issues: list[Issue] = []
+        for name, value, pointer in header_sites(recording):
+            if pointer in reported:
+                continue
+            cls = header_class(name)
+            if cls is None and self.redactor.is_sensitive_key(name):
+                cls = "sensitive-key"
+            if cls is None or not value:
+                continue
+            if cls in ("sensitive-key", "cookie"):
+                if self.dismissed("sensitive-key", value):
+                    continue
+                preview = mask(value)
+            elif cls == "identifying-header":
+                if looks_redacted(value, self.redactor.is_placeholder):
+                    continue
+                preview = mask(value)
+            else:
+                preview = None
+            issues.append(Issue(display, recording.line_for(pointer), cls,
+                                pointer=self.masked_pointer(pointer), slot=name,
+                                preview=preview))
         return issues
 
     def masked_pointer(self, pointer: str) -> str:
@@ -267,17 +272,18 @@ def check_paths(
     progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
 ) -> Report:
     """Run `redact check` over files and directories."""
-    targets, problems = expand_paths(paths)
-    report = Report(command="check", problems=list(problems))
+    report, targets = begin(paths, "check", strict=checker.strict)
     iterator: Iterable[Target] = progress(targets) if progress is not None else targets
     for target in iterator:
         try:
             issues, cassette = checker.check_target(target)
+        except Unreadable as exc:
+            report.skip(target.display, exc.problem, finding=True)
+            continue
         except FixtureFormatError as exc:
             report.problems.append(InputProblem(target.display, exc.problem))
             continue
-        report.files += 1
-        report.formats[cassette.format if cassette is not None else "text"] += 1
+        report.read(target.display, cassette.format if cassette is not None else "text")
         for issue in issues:
             if checker.allowlisted(issue):
                 report.allowed += 1

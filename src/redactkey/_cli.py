@@ -19,7 +19,6 @@ from ._keys import key_from_material, key_material
 from ._redact import MAX_NESTING, nesting_exceeds
 from ._render import render
 from ._store import atomic_write
-from ._vocabulary import IDENTIFYING_HEADERS
 
 __all__ = ["main", "run"]
 
@@ -96,12 +95,17 @@ _COLOR = click.option("--color/--no-color", "color", default=None,
                       help="Force colours on or off (default: only on a terminal).")
 _EXIT_ZERO = click.option("--exit-zero", "exit_zero", is_flag=True,
                           help="Report findings but exit 0 (unreadable input still exits 2).")
+_STRICT = click.option("--strict", is_flag=True,
+                       help="A file that may hold a recording but cannot be read (over the "
+                            "size cap, corrupt gzip, undecodable body) is an error, not a "
+                            "warning.")
 _VERBOSE = click.option("--verbose", "-v", is_flag=True,
                         help="Also list notes (request ids) in the text report.")
 
 
 def _setup(config_path: Path | None, secret_env: Sequence[str],
-           *, extra_keys: Sequence[str] = (), normalise: bool = True) -> tuple[Config, Checker]:
+           *, extra_keys: Sequence[str] = (), normalise: bool = True,
+           strict: bool = False) -> tuple[Config, Checker]:
     try:
         config = load_config(explicit=config_path)
         if extra_keys:
@@ -111,7 +115,7 @@ def _setup(config_path: Path | None, secret_env: Sequence[str],
                                   warn=lambda text: click.echo(f"redact: {text}", err=True))
     except RedactkeyError as exc:
         raise InputFailure(str(exc)) from None
-    return config, Checker(redactor, config, normalise=normalise)
+    return config, Checker(redactor, config, normalise=normalise, strict=strict)
 
 
 def _emit(report: Report, fmt: str, output: Path | None, color: bool | None,
@@ -175,9 +179,10 @@ def key(kind: str, material: bool, redact: bool, secret_env: tuple[str, ...],
 @_OUTPUT
 @_COLOR
 @_EXIT_ZERO
+@_STRICT
 def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
           config_path: Path | None, output: Path | None, color: bool | None,
-          exit_zero: bool) -> int:
+          exit_zero: bool, strict: bool) -> int:
     """Find unredacted secrets in FILES (fixtures, cassettes, any text): the pre-commit hook.
 
     Prints `path:line: rule (slot) masked-preview` per finding. Exit 0 clean,
@@ -185,7 +190,7 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     """
     if not files:
         raise click.UsageError("give the files or directories to check")
-    _config, checker = _setup(config_path, secret_env, normalise=False)
+    _config, checker = _setup(config_path, secret_env, normalise=False, strict=strict)
     with progress_bar(color) as advance:
         report = check_paths(files, checker, progress=advance)
     return _emit(report, fmt, output, color, exit_zero=exit_zero)
@@ -200,13 +205,14 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
 @_COLOR
 @_VERBOSE
 @_EXIT_ZERO
+@_STRICT
 @click.option("--run-report", "run_report", type=click.Path(dir_okay=False, path_type=Path),
               default=None,
               help="A run report (.redactkey-report.json from the pytest plugin): the fixtures "
                    "it lists as unused are reported.")
 def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
           config_path: Path | None, output: Path | None, color: bool | None,
-          verbose: bool, exit_zero: bool, run_report: Path | None) -> int:
+          verbose: bool, exit_zero: bool, strict: bool, run_report: Path | None) -> int:
     """Audit fixture directories and recorded-HTTP cassettes under PATHS.
 
     Checks secrets, identifying headers, cookies, volatile values, keys vs file
@@ -215,7 +221,7 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     """
     if not paths:
         raise click.UsageError("give the fixture directories or cassettes to audit")
-    _config, checker = _setup(config_path, secret_env)
+    _config, checker = _setup(config_path, secret_env, strict=strict)
     from ._audit import audit_paths, load_unused_files  # jsonschema: only for the audit
 
     unused: frozenset[Path] = frozenset()
@@ -236,8 +242,9 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
 @_SECRET_ENV
 @_CONFIG
 @_COLOR
+@_STRICT
 def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
-          config_path: Path | None, color: bool | None) -> int:
+          config_path: Path | None, color: bool | None, strict: bool) -> int:
     """Redact fixtures and cassettes under PATHS in place (a dry run unless --write).
 
     Our fixtures are re-keyed and renamed when their key changes. Dry run: exit 1
@@ -248,8 +255,8 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
         raise click.UsageError("give the fixture directories or cassettes to scrub")
     from ._scrub import plan_paths
 
-    # scrub also takes out the headers that identify an account (organisation ids)
-    _config, checker = _setup(config_path, secret_env, extra_keys=sorted(IDENTIFYING_HEADERS))
+    # scrub rewrites what the audit reports as an error or a warning, in the same words
+    _config, checker = _setup(config_path, secret_env, strict=strict)
     with progress_bar(color) as advance:
         report = plan_paths(paths, checker, write=write, echo=click.echo, progress=advance)
     for problem in report.problems:

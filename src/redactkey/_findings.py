@@ -103,6 +103,11 @@ RULES: dict[str, FindingRule] = _rules(
     FindingRule("unparsable-file", "fixture", "error",
          "the file is not valid JSON / YAML",
          "fix or delete it and re-record"),
+    FindingRule("unreadable-file", "fixture", "warning",
+                "a file that may hold a recording could not be read (over the size cap, "
+                "corrupt gzip, a body that does not decode, binary)",
+                "look at the file: trim or fix it, or delete it; `--strict` makes this an "
+                "error"),
     FindingRule("oversized-file", "size", "warning",
          "the file is larger than max-fixture-bytes",
          "trim what the call records (large binary bodies) or raise max-fixture-bytes"),
@@ -190,6 +195,23 @@ class Report:
     files: int = 0
     allowed: int = 0
     formats: Counter[str] = field(default_factory=Counter)
+    strict: bool = False  # `--strict`: an unreadable file is an error, not a warning
+    # every file the walk met: read (path, format) or skipped (path, reason)
+    read_files: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def read(self, display: str, fmt: str) -> None:
+        """Note a file read, with its format."""
+        self.files += 1
+        self.formats[fmt] += 1
+        self.read_files.append((display, fmt))
+
+    def skip(self, display: str, reason: str, *, finding: bool = False) -> None:
+        """Note a file not read; `finding`: it may hold a recording (`unreadable-file`)."""
+        self.skipped.append((display, reason))
+        if finding:
+            self.issues.append(Issue(display, 1, "unreadable-file", detail=reason,
+                                     severity="error" if self.strict else None))
 
     def sorted_issues(self) -> list[Issue]:
         """Issues in a stable order (path, line, rule, pointer)."""

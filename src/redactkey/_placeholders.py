@@ -2,15 +2,28 @@
 
 A value made only of placeholders (`<OPENAI_API_KEY>`, `[REDACTED]`, `FILTERED`,
 `***`, `XXXX`, `fake-key`, `Bearer <TOKEN>`, `user:[REDACTED]`) is clean: the
-commands that look for secrets pass it over.
+commands that look for secrets pass it over. So is a composite value in which
+every credential part is a placeholder and the rest is fixed syntax, such as an
+AWS SigV4 header `AWS4-HMAC-SHA256 Credential=<AWS_ACCESS_KEY_ID>/20240101/…,
+SignedHeaders=host;x-amz-date, Signature=<AWS_SIGV4_SIGNATURE>`.
+
+Each style in `PLACEHOLDER_STYLES` names a public recording that uses it; the
+tests run every example through `is_placeholder`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
-__all__ = ["AUTH_SCHEMES", "is_placeholder", "looks_redacted"]
+__all__ = [
+    "AUTH_SCHEMES",
+    "PLACEHOLDER_STYLES",
+    "PlaceholderStyle",
+    "is_placeholder",
+    "looks_redacted",
+]
 
 # Values other projects put where a credential was: they count as redacted.
 _THIRD_PARTY_PLACEHOLDERS = frozenset(
@@ -33,12 +46,66 @@ _PLACEHOLDER_SHAPES = re.compile(
       | \{\{[A-Za-z0-9_. -]{1,64}\}\}      # {{API_KEY}}
       | [A-Za-z0-9_-]{0,40}-X{3,}          # AUTHORIZATION-XXX, OPENAI-ORG-XXX
       | X{3,} | \*{3,} | \.{3,}
+      | \*{1,3}[A-Za-z_]{3,32}\*{1,3}       # **REDACTED**
       | [A-Za-z0-9_-]{1,16}(?:\.{3}|…)      # sk-..., AIza..., sk-ant-…
       | (?:fake|dummy|mock|test|example)[A-Za-z0-9_-]{0,40}
     )$""",
     re.IGNORECASE,
 )
 AUTH_SCHEMES = re.compile(r"^(?:bearer|basic|token|digest|apikey|api-key)\s+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class PlaceholderStyle:
+    """A placeholder style met in real recordings, with an example and where it is used."""
+
+    name: str
+    example: str
+    seen_in: str
+
+
+PLACEHOLDER_STYLES: tuple[PlaceholderStyle, ...] = (
+    PlaceholderStyle("angle-name", "<AUTH_TOKEN>", "crmne/ruby_llm VCR cassettes"),
+    PlaceholderStyle("bearer-angle", "Bearer <OPENAI_API_KEY>", "crmne/ruby_llm VCR cassettes"),
+    PlaceholderStyle("aws-sigv4-composite",
+                     "AWS4-HMAC-SHA256 Credential=<AWS_ACCESS_KEY_ID>/<DATE>/<AWS_REGION>/"
+                     "bedrock/aws4_request, SignedHeaders=host;x-amz-content-sha256;"
+                     "x-amz-date, Signature=<AWS_SIGV4_SIGNATURE>",
+                     "crmne/ruby_llm Bedrock cassettes"),
+    PlaceholderStyle("brackets", "[REDACTED]", "redactkey fixtures"),
+    PlaceholderStyle("basic-brackets", "Basic [REDACTED]", "redactkey fixtures"),
+    PlaceholderStyle("filtered", "FILTERED", "crewAIInc/crewAI vcrpy cassettes"),
+    PlaceholderStyle("redacted", "REDACTED", "pydantic/pydantic-ai vcrpy cassettes"),
+    PlaceholderStyle("starred", "**REDACTED**", "langchain-ai/langchain-aws cassettes"),
+    PlaceholderStyle("stars", "***", "hand-filtered headers (not in the shared corpora)"),
+    PlaceholderStyle("x-run", "XXXXXXXX", "hand-filtered headers (not in the shared corpora)"),
+    PlaceholderStyle("dummy", "DUMMY_GOOGLE_API_KEY",
+                     "traceloop/openllmetry google-generativeai cassettes"),
+    PlaceholderStyle("test-key", "test_openai_api_key",
+                     "open-telemetry/opentelemetry-python-contrib openai-v2 cassettes"),
+    PlaceholderStyle("fake", "fake-project", "open-telemetry/opentelemetry-python-contrib"),
+    PlaceholderStyle("query-filtered", "key=FILTERED", "vcrpy filter_query_parameters"),
+)
+
+# A placeholder token inside a longer value.
+_TOKEN = re.compile(
+    r"<[A-Za-z0-9_.:-]{1,64}>|\[[A-Za-z0-9_.:-]{1,64}\]|\{\{[A-Za-z0-9_. -]{1,64}\}\}"
+    r"|\*{1,3}REDACTED\*{1,3}|\bFILTERED\b|\bREDACTED\b",
+)
+# What must not be left once the placeholders are taken out: a long random-looking run
+# (`x-amz-content-sha256` is words joined by dashes; a key or signature is one run).
+_RANDOM_RUN = re.compile(r"[A-Za-z0-9+]{16,}")
+
+
+def _composite(text: str) -> bool:
+    """A value with placeholders in every credential part and only fixed syntax around."""
+    if not _TOKEN.search(text):
+        return False
+    rest = _TOKEN.sub("", text)
+    for run in _RANDOM_RUN.findall(rest):
+        if any(c.isdigit() for c in run) and any(c.isalpha() for c in run):
+            return False
+    return True
 
 
 def looks_redacted(value: str, placeholder_check: Callable[[str], bool] | None = None) -> bool:
@@ -57,7 +124,12 @@ def looks_redacted(value: str, placeholder_check: Callable[[str], bool] | None =
         _user, _, password = bare.partition(":")
         if password and looks_redacted(password, placeholder_check):
             return True
-    return False
+    if "=" in bare and "&" not in bare and " " not in bare:
+        # key=FILTERED, a query parameter with its value redacted
+        _name, _, rest = bare.partition("=")
+        if rest and looks_redacted(rest, placeholder_check):
+            return True
+    return _composite(text)
 
 
 def is_placeholder(value: str) -> bool:

@@ -47,6 +47,9 @@ def to_json(report: Report) -> dict[str, object]:
         "allowlisted": report.allowed,
         "findings": [issue.as_json() for issue in issues],
         "errors": [{"path": p.path, "problem": p.problem} for p in report.problems],
+        "files": [{"path": path, "format": fmt} for path, fmt in sorted(report.read_files)],
+        "skipped": [{"path": path, "reason": reason}
+                    for path, reason in sorted(report.skipped)],
         "summary": dict(sorted(Counter(issue.rule for issue in issues).items())),
     }
 
@@ -160,7 +163,10 @@ _FORMAT_NAMES = {
     "vcrpy": "vcrpy cassettes", "ruby-vcr": "Ruby VCR cassettes",
     "rvcr-json": "rVCR JSON cassettes", "websocket": "websocket cassettes",
     "grpc": "gRPC cassettes", "json": "other JSON", "yaml": "other YAML",
-    "unparsable": "unparsable",
+    "unparsable": "unparsable", "har": "HAR files", "nock": "nock recordings",
+    "betamax": "Betamax cassettes", "go-vcr": "go-vcr cassettes",
+    "cassetter": "cassetter cassettes", "dd-test-agent": "dd test-agent recordings",
+    "toml": "other TOML", "text": "text files",
 }
 _ORDER = {"error": 0, "warning": 1, "note": 2}
 
@@ -186,7 +192,8 @@ def render_text(
         console.print(f"[{style}]{escape(issue.headline())}[/]{detail}")
     if hidden:
         console.print(f"[dim]({hidden} notes not listed; --verbose lists them)[/]")
-    if report.command == "check" and not issues and not report.problems:
+    if report.command == "check" and not issues and not report.problems \
+            and not report.skipped:
         return
     if issues:
         _summary(console, issues)
@@ -220,16 +227,25 @@ def _summary(console: Console, issues: Sequence[Issue]) -> None:
     console.print()
 
 
+def _reason_kind(reason: str) -> str:
+    """A skip reason without its particulars (sizes), for counting."""
+    return reason.split(" (", 1)[0].split(":", 1)[0]
+
+
 def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
     listed = list(issues)
     levels = Counter(issue.level for issue in listed)
     files = len({issue.path for issue in listed})
     noun = "file" if report.files == 1 else "files"
-    parts = [f"{report.command}: {report.files} {noun} scanned"]
-    if report.formats and report.command == "audit":
+    parts = [f"{report.command}: {report.files} {noun} read"]
+    if report.formats:
         kinds = ", ".join(f"{count} {_FORMAT_NAMES.get(name, name)}"
                           for name, count in sorted(report.formats.items()))
         parts[0] += f" ({kinds})"
+    if report.skipped:
+        reasons = Counter(_reason_kind(reason) for _path, reason in report.skipped)
+        parts[0] += f", {len(report.skipped)} skipped (" + ", ".join(
+            f"{count} {reason}" for reason, count in sorted(reasons.items())) + ")"
     if listed:
         parts.append(
             f"{levels['error']} errors, {levels['warning']} warnings, {levels['note']} notes "

@@ -24,11 +24,13 @@ import yaml
 
 from ._canonical import pointer_join
 from ._cassettes import load_yaml_raw
-from ._check import STRUCTURED_SUFFIXES, Checker, Target, expand_paths
+from ._check import Checker, Target, Unreadable, begin
+from ._classify import inner_suffix
 from ._errors import FixtureFormatError
 from ._findings import InputProblem, Issue, Report
 from ._format import Fixture, dump_document, parse_cassette, parse_fixture
 from ._keys import key_from_material
+from ._limits import OverCap, bounded_gunzip
 from ._store import FixtureDir, atomic_write, kind_for_file_name
 
 __all__ = ["Change", "plan_paths", "plan_target", "write_change"]
@@ -115,8 +117,8 @@ def _gzip_pointers(value: Any, pointer: str, found: dict[str, bytes]) -> Any:
     if isinstance(value, bytes):
         if value[:2] == b"\x1f\x8b":
             try:
-                plain = gzip.decompress(value)
-            except (OSError, EOFError):
+                plain = bounded_gunzip(value)  # the shared cap: a bomb stays compressed
+            except OverCap:
                 return bytes(value)
             found[pointer] = value
             return plain
@@ -152,43 +154,87 @@ def _gz(value: Any) -> Any:
     return value
 
 
+# rules whose whole value is replaced where it was found (the redactor finds the others
+# by value): header and field values judged by their name
+_BY_NAME = frozenset({"sensitive-key", "cookie", "identifying-header"})
+
+
+def _put(document: Any, pointer: str, value: str) -> None:
+    """Set the string at `pointer` of a raw document to `value` (when it resolves to one)."""
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    if not tokens:
+        return
+    node = document
+    for token in tokens[:-1]:
+        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        elif isinstance(node, dict) and token in node:
+            node = node[token]
+        else:
+            return
+    last = tokens[-1]
+    if isinstance(node, list) and last.isdigit() and int(last) < len(node):
+        if isinstance(node[int(last)], (str, bytes)):
+            node[int(last)] = value
+    elif isinstance(node, dict) and isinstance(node.get(last), (str, bytes)):
+        node[last] = value
+
+
 def _plan_third_party(target: Target, text: str, checker: Checker,
                       issues: list[Issue]) -> Change | None:
     if not issues:
         return None
     redactor = checker.redactor
-    if target.path.suffix.lower() == ".json" or text.lstrip()[:1] in ("{", "["):
+    placeholder = checker.config.placeholder
+    suffix = inner_suffix(target.path)
+    if suffix == ".toml":
+        return Change(target, issues, b"", target.path,
+                      conflict="a TOML recording is not rewritten: edit the file by hand")
+    by_name = [issue.pointer for issue in issues if issue.rule in _BY_NAME and issue.pointer]
+    if suffix in (".json", ".har") or text.lstrip()[:1] in ("{", "["):
         redacted = redactor.redact(json.loads(text))
+        for pointer in by_name:
+            _put(redacted, pointer, placeholder)
         data = (json.dumps(redacted, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     else:
         raw = load_yaml_raw(target.display, text)
         gzipped: dict[str, bytes] = {}
         plain = _gzip_pointers(raw, "", gzipped)
         redacted = redactor.redact(plain)
+        for pointer in by_name:
+            _put(redacted, pointer, placeholder)
         for pointer in gzipped:
             _set(redacted, pointer, _gz)
         dumped = yaml.safe_dump(redacted, sort_keys=False, allow_unicode=True,
                                 default_flow_style=False, width=1000,
                                 explicit_start=text.startswith("---"))
         data = dumped.encode("utf-8")
+    if target.path.read_bytes()[:2] == b"\x1f\x8b":
+        data = gzip.compress(data, mtime=0)  # a gzip'd recording stays gzip'd
     return Change(target, issues, data, target.path, ["rewritten with the findings redacted"])
 
 
 def plan_target(target: Target, checker: Checker) -> Change | None:
-    """The change scrubbing `target` would make, or None; `FixtureFormatError` if unreadable."""
+    """The change scrubbing `target` would make, or None; `FixtureFormatError` if it cannot
+    be opened, `Unreadable` if it is over a cap or corrupt."""
+    return _plan(target, checker)[0]
+
+
+def _plan(target: Target, checker: Checker) -> tuple[Change | None, str]:
     issues, cassette = checker.check_target(target)
-    secret_issues = [i for i in issues if i.level != "note" and not checker.allowlisted(i)]
+    secret_issues = [i for i in issues if i.level != "note" and i.rule != "unreadable-file"
+                     and not checker.allowlisted(i)]
     if cassette is None:
         if secret_issues:
             return Change(target, secret_issues, b"", target.path,
-                          conflict="not JSON or YAML: edit the file by hand")
-        return None
+                          conflict="not JSON or YAML: edit the file by hand"), "text"
+        return None, "text"
     raw = target.path.read_bytes()
     if cassette.format == "fixture":
-        return _plan_fixture(target, raw, checker, secret_issues)
+        return _plan_fixture(target, raw, checker, secret_issues), cassette.format
     if cassette.format == "store":
-        return _plan_store(target, raw, checker, secret_issues)
-    return _plan_third_party(target, cassette.text, checker, secret_issues)
+        return _plan_store(target, raw, checker, secret_issues), cassette.format
+    return _plan_third_party(target, cassette.text, checker, secret_issues), cassette.format
 
 
 def write_change(change: Change, checker: Checker) -> list[Issue]:
@@ -218,12 +264,15 @@ def plan_paths(
     progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
 ) -> Report:
     """Scrub (or, without `write`, plan scrubbing) every JSON/YAML file under `paths`."""
-    targets, problems = expand_paths(paths, suffixes=STRUCTURED_SUFFIXES)
-    report = Report(command="scrub" if write else "scrub (dry run)", problems=list(problems))
+    report, targets = begin(paths, "scrub" if write else "scrub (dry run)",
+                            strict=checker.strict)
     iterator: Iterable[Target] = progress(targets) if progress is not None else targets
     for target in iterator:
         try:
-            change = plan_target(target, checker)
+            change, fmt = _plan(target, checker)
+        except Unreadable as exc:
+            report.skip(target.display, exc.problem, finding=True)
+            continue
         except FixtureFormatError as exc:
             report.problems.append(InputProblem(target.display, exc.problem))
             continue
@@ -231,7 +280,7 @@ def plan_paths(
             report.problems.append(InputProblem(target.display,
                                                 f"cannot be read: {exc.strerror or exc}"))
             continue
-        report.files += 1
+        report.read(target.display, fmt)
         if change is None:
             continue
         verb = "scrubbed" if write else "would scrub"

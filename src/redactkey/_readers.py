@@ -1,0 +1,557 @@
+"""A reader per recording format, behind one entry point: `read_recording`.
+
+Formats read as recordings (with their request/response headers and decoded bodies):
+
+| format | recognised by |
+| --- | --- |
+| `vcrpy` | YAML `interactions:` with `request.uri` (also `requests:`/`responses:` lists) |
+| `ruby-vcr` / `rvcr-json` | `http_interactions:` (YAML / JSON) |
+| `betamax` | JSON `http_interactions` with `recorded_with: betamax…` |
+| `go-vcr` | YAML `interactions:` whose requests have `url` (go-vcr v1 and v2) |
+| `cassetter` | `version: 1` with `body: {type, content}` bodies (YAML) or `body_type` (TOML) |
+| `har` | JSON `log.entries` (HAR 1.2: Polly.js, browser exports) |
+| `nock` | a JSON list of `{scope, method, path, …}` (nock.back recordings) |
+| `dd-test-agent` | a JSON object with `request.url` and `response.status` |
+| `fixture` / `store` | redactkey's own files |
+
+Anything else that parses is `json`, `yaml` or `toml` (scanned as generic data).
+The document of a `Recording` keeps the file's structure (so JSON pointers map to
+the file's lines) with bodies decoded in place: base64, gzip/deflate/br,
+nock's hex-encoded gzip arrays, JSON bodies parsed. Nothing in a file is ever
+executed or constructed: YAML tags are read as data.
+
+`exchanges(recording)` yields each call as an `Exchange` (method, url, headers,
+body; status, headers, body and stream events), the shape other code builds on.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._canonical import JSONValue, pointer_join
+from ._cassettes import (
+    Interaction,
+    LineMap,
+    Message,
+    Recording,
+    build_recording,
+    collect_problems,
+    decode_body_bytes,
+    decode_tree,
+    http_interactions,
+    load_document,
+    maybe_json,
+    read_message,
+)
+from ._errors import FixtureFormatError
+from ._limits import MAX_NESTING
+from ._redact import nesting_exceeds
+
+if sys.version_info >= (3, 11):  # pragma: no cover - version dependent
+    import tomllib
+else:  # pragma: no cover - version dependent
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+__all__ = [
+    "RECORDING_FORMATS",
+    "Exchange",
+    "exchanges",
+    "header_sites",
+    "read_recording",
+    "split_events",
+]
+
+#: Formats whose interactions (requests and responses) are read.
+RECORDING_FORMATS = frozenset({
+    "vcrpy", "ruby-vcr", "rvcr-json", "betamax", "go-vcr", "cassetter", "har", "nock",
+    "dd-test-agent", "grpc", "websocket",
+})
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def detect_format(raw: Any, is_json: bool, suffix: str) -> str | None:
+    """The recording format of a loaded document (None: leave it to `_cassettes`)."""
+    if isinstance(raw, list):
+        first = next((item for item in raw if isinstance(item, dict)), None)
+        if first is not None and "scope" in first and ("path" in first or "method" in first):
+            return "nock"
+        return None
+    if not isinstance(raw, dict):
+        return None
+    log = raw.get("log")
+    if isinstance(log, dict) and isinstance(log.get("entries"), list):
+        return "har"
+    recorded_with = raw.get("recorded_with")
+    if isinstance(raw.get("http_interactions"), list) and isinstance(recorded_with, str) \
+            and recorded_with.lower().startswith("betamax"):
+        return "betamax"
+    items = raw.get("interactions")
+    if isinstance(items, list):
+        first = next((item for item in items if isinstance(item, dict)), {})
+        request = first.get("request") if isinstance(first, dict) else None
+        if isinstance(request, dict):
+            body = request.get("body")
+            if "body_type" in request or (isinstance(body, dict) and "type" in body):
+                return "cassetter"
+            if "url" in request and "uri" not in request:
+                return "go-vcr"
+    if "grpc_interactions" in raw or "ws_interactions" in raw:
+        return "cassetter"
+    if isinstance(raw.get("requests"), list) and isinstance(raw.get("responses"), list):
+        return "vcrpy-split"
+    request, response = raw.get("request"), raw.get("response")
+    if isinstance(request, dict) and isinstance(response, dict) and "url" in request \
+            and "version" not in raw:
+        return "dd-test-agent"
+    if suffix == ".toml":
+        return "toml"
+    return None
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def _status(response: Any) -> int | None:
+    if not isinstance(response, dict):
+        return None
+    for key in ("status", "code", "status_code"):
+        value = response.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, dict) and isinstance(value.get("code"), int):
+            return int(value["code"])
+    return None
+
+
+def _read_http_items(items: list[Any], base: str) -> tuple[list[Any], list[Interaction]]:
+    """vcrpy-like items (go-vcr, betamax, cassetter, dd): the vcrpy reader, then the url,
+    status and body fields that these formats name differently."""
+    decoded, calls = http_interactions(items, base)
+    fixed: list[Interaction] = []
+    for call in calls:
+        item = items[call.index] if call.index < len(items) else {}
+        request = item.get("request", {}) if isinstance(item, dict) else {}
+        response = item.get("response") if isinstance(item, dict) else None
+        uri = call.uri
+        if uri is None and isinstance(request, dict) and isinstance(request.get("url"), str):
+            uri = request["url"]
+        req_msg = _cassetter_body(call.request, decoded[call.index].get("request")
+                                  if isinstance(decoded[call.index], dict) else None)
+        resp_msg = call.response
+        if resp_msg is not None and isinstance(decoded[call.index], dict):
+            resp_msg = _cassetter_body(resp_msg, decoded[call.index].get("response"))
+        fixed.append(Interaction(call.index, call.pointer, call.method, uri, req_msg,
+                                 call.status if call.status is not None else _status(response),
+                                 resp_msg))
+    return decoded, fixed
+
+
+def _cassetter_body(message: Message, doc: Any) -> Message:
+    """cassetter keeps a body as `{type, content}` (YAML) or `body_content` (TOML)."""
+    if not isinstance(doc, dict):
+        return message
+    body = doc.get("body")
+    if isinstance(body, dict) and "type" in body and "content" in body:
+        return Message(message.pointer, message.headers, body.get("content"),
+                       pointer_join(pointer_join(message.pointer, "body"), "content"),
+                       message.header_pointers)
+    if "body_content" in doc:
+        content = doc["body_content"]
+        if isinstance(content, str) and doc.get("body_type") == "json":
+            content = maybe_json(content)
+            doc["body_content"] = content
+        return Message(message.pointer, message.headers, content,
+                       pointer_join(message.pointer, "body_content"), message.header_pointers)
+    return message
+
+
+def _read_vcrpy_split(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Interaction]]:
+    """vcrpy's `requests:` / `responses:` lists (paired by position)."""
+    requests, responses = raw["requests"], raw["responses"]
+    document: dict[str, Any] = {k: decode_tree(v) for k, v in raw.items()
+                                if k not in ("requests", "responses")}
+    req_docs: list[Any] = []
+    resp_docs: list[Any] = []
+    calls: list[Interaction] = []
+    for index, request in enumerate(requests):
+        pointer = pointer_join("/requests", index)
+        if not isinstance(request, dict):
+            req_docs.append(decode_tree(request))
+            continue
+        req_msg, req_doc = read_message(request, pointer)
+        req_docs.append(req_doc)
+        response = responses[index] if index < len(responses) else None
+        resp_msg = None
+        if isinstance(response, dict):
+            resp_msg, _ = read_message(response, pointer_join("/responses", index))
+        method, uri = request.get("method"), request.get("uri")
+        calls.append(Interaction(index, pointer,
+                                 method.upper() if isinstance(method, str) else None,
+                                 uri if isinstance(uri, str) else None,
+                                 req_msg, _status(response), resp_msg))
+    for index, response in enumerate(responses):
+        if isinstance(response, dict):
+            _, resp_doc = read_message(response, pointer_join("/responses", index))
+            resp_docs.append(resp_doc)
+        else:
+            resp_docs.append(decode_tree(response))
+    document["requests"] = req_docs
+    document["responses"] = resp_docs
+    return document, calls
+
+
+def _har_headers(value: Any, pointer: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    headers: dict[str, list[str]] = {}
+    pointers: dict[str, list[str]] = {}
+    if not isinstance(value, list):
+        return headers, pointers
+    for index, item in enumerate(value):
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            name = item["name"]
+            raw = item.get("value")
+            headers.setdefault(name, []).append(raw if isinstance(raw, str) else json.dumps(raw))
+            pointers.setdefault(name, []).append(
+                pointer_join(pointer_join(pointer, index), "value"))
+    return headers, pointers
+
+
+def _decode_text(text: str, *, base64_encoded: bool, encoding: str) -> JSONValue:
+    """A body held as text (maybe base64 of maybe-compressed bytes): its text or JSON."""
+    if base64_encoded:
+        try:
+            raw = base64.b64decode("".join(text.split()), validate=True)
+        except (binascii.Error, ValueError):
+            return text
+        decoded = decode_body_bytes(raw, encoding)
+        if decoded is None:
+            return text
+        text = decoded
+    return maybe_json(text)
+
+
+def _read_har(raw: dict[str, Any]) -> tuple[Any, list[Interaction]]:
+    document: Any = decode_tree(raw)
+    entries = document["log"]["entries"]
+    calls: list[Interaction] = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            continue
+        pointer = pointer_join("/log/entries", index)
+        request: dict[str, Any] = entry["request"] if isinstance(entry.get("request"), dict) \
+            else {}
+        response: dict[str, Any] | None = entry["response"] \
+            if isinstance(entry.get("response"), dict) else None
+        req_ptr = pointer_join(pointer, "request")
+        headers, pointers = _har_headers(request.get("headers"), pointer_join(req_ptr, "headers"))
+        body: JSONValue = None
+        body_ptr: str | None = None
+        post = request.get("postData")
+        if isinstance(post, dict) and isinstance(post.get("text"), str):
+            post["text"] = _decode_text(post["text"], base64_encoded=False, encoding="")
+            body, body_ptr = post["text"], pointer_join(pointer_join(req_ptr, "postData"), "text")
+        req_msg = Message(req_ptr, headers, body, body_ptr, pointers)
+        resp_msg: Message | None = None
+        status = None
+        if response is not None:
+            resp_ptr = pointer_join(pointer, "response")
+            rh, rp = _har_headers(response.get("headers"), pointer_join(resp_ptr, "headers"))
+            rbody: JSONValue = None
+            rbody_ptr: str | None = None
+            content = response.get("content")
+            if isinstance(content, dict) and isinstance(content.get("text"), str):
+                encoding = next((v[0] for k, v in rh.items()
+                                 if k.lower() == "content-encoding" and v), "")
+                content["text"] = _decode_text(
+                    content["text"], base64_encoded=content.get("encoding") == "base64",
+                    encoding=encoding)
+                rbody = content["text"]
+                rbody_ptr = pointer_join(pointer_join(resp_ptr, "content"), "text")
+            resp_msg = Message(resp_ptr, rh, rbody, rbody_ptr, rp)
+            status = response.get("status") if isinstance(response.get("status"), int) else None
+        method, url = request.get("method"), request.get("url")
+        calls.append(Interaction(index, pointer,
+                                 method.upper() if isinstance(method, str) else None,
+                                 url if isinstance(url, str) else None,
+                                 req_msg, status, resp_msg))
+    return document, calls
+
+
+def _nock_headers(value: Any, pointer: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    headers: dict[str, list[str]] = {}
+    pointers: dict[str, list[str]] = {}
+    if isinstance(value, list):  # rawHeaders: [name, value, name, value, ...]
+        for index in range(0, len(value) - 1, 2):
+            name, raw = value[index], value[index + 1]
+            if isinstance(name, str):
+                headers.setdefault(name, []).append(raw if isinstance(raw, str)
+                                                    else json.dumps(raw))
+                pointers.setdefault(name, []).append(pointer_join(pointer, index + 1))
+    elif isinstance(value, dict):
+        for name, raw in value.items():
+            items = raw if isinstance(raw, list) else [raw]
+            for index, item in enumerate(items):
+                headers.setdefault(name, []).append(item if isinstance(item, str)
+                                                    else json.dumps(item))
+                child = pointer_join(pointer, name)
+                pointers.setdefault(name, []).append(
+                    pointer_join(child, index) if isinstance(raw, list) else child)
+    return headers, pointers
+
+
+def _nock_response(value: Any, encoding: str) -> JSONValue:
+    """nock's response: JSON, text, or (compressed bodies) a list of hex chunks."""
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        joined = "".join(value)
+        try:
+            raw = bytes.fromhex(joined)
+        except ValueError:
+            return value
+        text = decode_body_bytes(raw, encoding)
+        return maybe_json(text) if text is not None else value
+    if isinstance(value, str):
+        return maybe_json(value)
+    return value
+
+
+def _read_nock(raw: list[Any]) -> tuple[Any, list[Interaction]]:
+    document: Any = decode_tree(raw)
+    calls: list[Interaction] = []
+    for index, item in enumerate(document):
+        if not isinstance(item, dict):
+            continue
+        pointer = pointer_join("", index)
+        req_headers, req_ptrs = _nock_headers(item.get("reqheaders"),
+                                              pointer_join(pointer, "reqheaders"))
+        resp_key = "rawHeaders" if "rawHeaders" in item else "headers"
+        resp_headers, resp_ptrs = _nock_headers(item.get(resp_key),
+                                                pointer_join(pointer, resp_key))
+        encoding = next((v[0] for k, v in resp_headers.items()
+                         if k.lower() == "content-encoding" and v), "")
+        if "response" in item:
+            item["response"] = _nock_response(item["response"], encoding)
+        body = item.get("body")
+        if isinstance(body, str):
+            item["body"] = body = maybe_json(body)
+        scope, path = item.get("scope"), item.get("path")
+        url = f"{scope}{path}" if isinstance(scope, str) and isinstance(path, str) else None
+        method = item.get("method")
+        status = item.get("status") if isinstance(item.get("status"), int) else None
+        calls.append(Interaction(
+            index, pointer, method.upper() if isinstance(method, str) else None, url,
+            Message(pointer, req_headers, body, pointer_join(pointer, "body"), req_ptrs),
+            status,
+            Message(pointer, resp_headers, item.get("response"),
+                    pointer_join(pointer, "response"), resp_ptrs),
+        ))
+    return document, calls
+
+
+def _read_single(raw: dict[str, Any]) -> tuple[Any, list[Interaction]]:
+    """dd test-agent: one `{request, response}` object per file."""
+    document: dict[str, Any] = {k: decode_tree(v) for k, v in raw.items()
+                                if k not in ("request", "response")}
+    req_msg, req_doc = read_message(raw["request"], "/request")
+    resp_msg, resp_doc = read_message(raw["response"], "/response")
+    document["request"] = req_doc
+    document["response"] = resp_doc
+    method, url = raw["request"].get("method"), raw["request"].get("url")
+    return document, [Interaction(0, "", method.upper() if isinstance(method, str) else None,
+                                  url if isinstance(url, str) else None, req_msg,
+                                  _status(raw["response"]), resp_msg)]
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def _load_toml(path: Path, text: str) -> Any:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FixtureFormatError(str(path), f"not valid TOML: {exc}") from None
+    if nesting_exceeds(raw):
+        raise FixtureFormatError(str(path), f"nested deeper than {MAX_NESTING} levels")
+    return json.loads(json.dumps(raw, default=str))  # dates and times as text
+
+
+def read_recording(path: Path, text: str, *, suffix: str | None = None,
+                   normalise: bool = True) -> Recording:
+    """Read the text of a recording or fixture file into a `Recording` (any JSON, YAML or
+    TOML structure is accepted); `FixtureFormatError` when it does not parse.
+
+    `suffix` is the suffix that names the format (`.yaml` for `a.yaml.gz`).
+    """
+    suffix = path.suffix.lower() if suffix is None else suffix
+    named = path if path.suffix.lower() == suffix else path.with_name("file" + suffix)
+    with collect_problems() as problems:
+        lines: LineMap
+        if suffix == ".toml":
+            raw: Any = _load_toml(path, text)
+            lines, is_json = LineMap(), False
+        else:
+            raw, lines, is_json = load_document(named, text)
+        fmt = detect_format(raw, is_json, suffix)
+        calls: list[Interaction] = []
+        document: Any
+        if fmt is None:
+            recording = build_recording(path, text, raw, lines, is_json, normalise=normalise)
+            recording.problems.extend(problems)
+            return recording
+        if fmt == "har":
+            document, calls = _read_har(raw)
+        elif fmt == "nock":
+            document, calls = _read_nock(raw)
+        elif fmt == "vcrpy-split":
+            document, calls = _read_vcrpy_split(raw)
+            fmt = "vcrpy"
+        elif fmt == "dd-test-agent":
+            document, calls = _read_single(raw)
+        elif fmt in ("go-vcr", "betamax", "cassetter"):
+            list_key = "http_interactions" if fmt == "betamax" else "interactions"
+            items = raw.get(list_key) if isinstance(raw.get(list_key), list) else []
+            decoded, calls = _read_http_items(items, "/" + list_key)
+            document = {k: (decode_tree(v) if k != list_key else decoded)
+                        for k, v in raw.items()}
+        else:  # toml
+            document = decode_tree(raw)
+    return Recording(path=path, format=fmt, document=document, lines=lines,
+                     interactions=calls, text=text, problems=list(problems))
+
+
+# --------------------------------------------------------------------------- exchanges
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One recorded call in a format-neutral shape."""
+
+    method: str | None
+    url: str | None
+    request_headers: dict[str, list[str]]
+    request_body: JSONValue
+    status: int | None
+    response_headers: dict[str, list[str]]
+    response_body: JSONValue
+    events: list[JSONValue] = field(default_factory=list)  # SSE / NDJSON, split
+
+
+def split_events(body: JSONValue, content_type: str = "") -> list[JSONValue]:
+    """The events of a streamed body: SSE `data:` payloads or NDJSON lines (JSON parsed);
+    empty for a body that is not a stream."""
+    if not isinstance(body, str):
+        return []
+    ctype = content_type.lower()
+    events: list[JSONValue] = []
+    if "event-stream" in ctype or body.lstrip().startswith(("data:", "event:")):
+        for block in body.replace("\r\n", "\n").split("\n\n"):
+            data = [line[5:].lstrip() for line in block.split("\n") if line.startswith("data:")]
+            if data:
+                payload = "\n".join(data)
+                events.append(maybe_json(payload) if payload != "[DONE]" else payload)
+        return events
+    if "ndjson" in ctype or "jsonl" in ctype or "json-seq" in ctype:
+        for line in body.splitlines():
+            if line.strip():
+                events.append(maybe_json(line))
+    return events
+
+
+def exchanges(recording: Recording) -> Iterator[Exchange]:
+    """Every call a recording holds, in file order."""
+    for call in recording.interactions:
+        response = call.response
+        ctype = ""
+        if response is not None:
+            ctype = next(iter(response.header("content-type")), "")
+        yield Exchange(
+            method=call.method, url=call.uri,
+            request_headers=dict(call.request.headers), request_body=call.request.body,
+            status=call.status,
+            response_headers=dict(response.headers) if response is not None else {},
+            response_body=response.body if response is not None else None,
+            events=split_events(response.body, ctype) if response is not None else [],
+        )
+
+
+# --------------------------------------------------------------------------- header sites
+
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,80}$")
+# Names common enough that a map holding two of them is a header map, whatever its key.
+_COMMON_HEADERS = frozenset({
+    "accept", "accept-encoding", "authorization", "cache-control", "connection",
+    "content-encoding", "content-length", "content-type", "cookie", "date", "host", "server",
+    "set-cookie", "transfer-encoding", "user-agent", "vary", "x-request-id", "cf-ray",
+    "strict-transport-security", "alt-svc", "via", "etag", "x-api-key",
+})
+
+
+def _is_header_map(value: dict[str, Any], parent: str) -> bool:
+    if "header" in parent.lower() or parent.lower() in ("metadata", "reqheaders"):
+        return True
+    return sum(1 for key in value if str(key).lower() in _COMMON_HEADERS) >= 2
+
+
+def _flat_pairs(value: list[Any]) -> bool:
+    return (len(value) >= 2 and len(value) % 2 == 0
+            and all(isinstance(value[i], str) and _HEADER_NAME.match(value[i])
+                    for i in range(0, len(value), 2))
+            and all(isinstance(value[i], str) for i in range(1, len(value), 2)))
+
+
+def _generic_sites(document: JSONValue) -> Iterator[tuple[str, str, str]]:
+    stack: list[tuple[Any, str, str, int]] = [(document, "", "", 0)]
+    while stack:
+        node, pointer, parent, depth = stack.pop()
+        if depth > MAX_NESTING:
+            continue
+        if isinstance(node, dict):
+            header_map_here = _is_header_map(node, parent)
+            for key, value in node.items():
+                child = pointer_join(pointer, key)
+                if header_map_here and isinstance(key, str) and _HEADER_NAME.match(key):
+                    if isinstance(value, str):
+                        yield key, value, child
+                        continue
+                    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                        for index, item in enumerate(value):
+                            yield key, item, pointer_join(child, index)
+                        continue
+                stack.append((value, child, str(key), depth + 1))
+        elif isinstance(node, list):
+            headerish = "header" in parent.lower()
+            if headerish and _flat_pairs(node):
+                for index in range(0, len(node), 2):
+                    yield node[index], node[index + 1], pointer_join(pointer, index + 1)
+                continue
+            for index, item in enumerate(node):
+                if (isinstance(item, dict) and isinstance(item.get("name"), str)
+                        and isinstance(item.get("value"), str)
+                        and (headerish or item["name"].lower() in _COMMON_HEADERS)):
+                    yield item["name"], item["value"], pointer_join(
+                        pointer_join(pointer, index), "value")
+                    continue
+                stack.append((item, pointer_join(pointer, index), parent, depth + 1))
+
+
+def header_sites(recording: Recording) -> Iterator[tuple[str, str, str]]:
+    """(name, value, JSON pointer) of every recorded header: from the interactions of a
+    recording format, else from the header-shaped maps and lists of a generic document."""
+    if recording.interactions:
+        for call in recording.interactions:
+            for message in (call.request, call.response):
+                if message is None:
+                    continue
+                for name, values in message.headers.items():
+                    for index, value in enumerate(values):
+                        yield name, value, message.header_pointer(name, index)
+        return
+    yield from _generic_sites(recording.document)
