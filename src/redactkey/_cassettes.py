@@ -215,6 +215,12 @@ class Recording:
                     if first >= 0 and self.text.find(needle, first + 1) < 0:
                         return self.text.count("\n", 0, first) + 1
         value: Any = resolve_pointer(self.document, pointer)
+        if type(self.lines) is LineMap and not len(self.lines) and isinstance(value, str):
+            # a format read without a line map (TOML): the value's first place in the text
+            probe = value[offset:offset + 24] if offset else value[:40]
+            at = self.text.find(probe) if len(probe.strip()) >= 4 else -1
+            if at >= 0:
+                return self.text.count("\n", 0, at) + 1
         span = self.lines.span_for(pointer)
         if isinstance(value, str) and span is not None:
             # the text of the finding inside its scalar's span in the file: exact even in

@@ -180,8 +180,30 @@ def _put(document: Any, pointer: str, value: str) -> None:
         node[last] = value
 
 
+def _nock_decoded(raw: Any, decoded: Any) -> Any:
+    """A nock recording with its hex-gzip responses replaced by what they hold (the secrets
+    in them can then be redacted) and their `content-encoding` header dropped to match."""
+    if not isinstance(raw, list) or not isinstance(decoded, list):
+        return raw
+    for item, plain in zip(raw, decoded, strict=False):
+        if not isinstance(item, dict) or not isinstance(plain, dict):
+            continue
+        if isinstance(item.get("response"), list) and not isinstance(plain.get("response"), list):
+            item["response"] = plain["response"]
+            headers = item.get("rawHeaders")
+            if isinstance(headers, list):
+                pairs = [headers[i:i + 2] for i in range(0, len(headers) - 1, 2)]
+                item["rawHeaders"] = [part for pair in pairs
+                                      if str(pair[0]).lower() != "content-encoding"
+                                      for part in pair]
+            elif isinstance(headers, dict):
+                item["rawHeaders"] = {k: v for k, v in headers.items()
+                                      if str(k).lower() != "content-encoding"}
+    return raw
+
+
 def _plan_third_party(target: Target, text: str, checker: Checker,
-                      issues: list[Issue]) -> Change | None:
+                      issues: list[Issue], *, decoded: Any = None) -> Change | None:
     if not issues:
         return None
     redactor = checker.redactor
@@ -192,9 +214,12 @@ def _plan_third_party(target: Target, text: str, checker: Checker,
                       conflict="a TOML recording is not rewritten: edit the file by hand")
     by_name = [issue.pointer for issue in issues if issue.rule in _BY_NAME and issue.pointer]
     if suffix in (".json", ".har") or text.lstrip()[:1] in ("{", "["):
-        redacted = redactor.redact(json.loads(text))
-        for pointer in by_name:
-            _put(redacted, pointer, placeholder)
+        document = json.loads(text)
+        for pointer in by_name:  # before any reshaping: the pointers are the file's
+            _put(document, pointer, placeholder)
+        if decoded is not None:
+            document = _nock_decoded(document, decoded)
+        redacted = redactor.redact(document)
         data = (json.dumps(redacted, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     else:
         raw = load_yaml_raw(target.display, text)
@@ -234,7 +259,9 @@ def _plan(target: Target, checker: Checker) -> tuple[Change | None, str]:
         return _plan_fixture(target, raw, checker, secret_issues), cassette.format
     if cassette.format == "store":
         return _plan_store(target, raw, checker, secret_issues), cassette.format
-    return _plan_third_party(target, cassette.text, checker, secret_issues), cassette.format
+    return (_plan_third_party(target, cassette.text, checker, secret_issues,
+                              decoded=cassette.document if cassette.format == "nock" else None),
+            cassette.format)
 
 
 def write_change(change: Change, checker: Checker) -> list[Issue]:

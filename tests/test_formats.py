@@ -1,0 +1,200 @@
+"""Every recording format is read by check, audit and scrub alike, at exact lines.
+
+The files under tests/data/formats are hand-made: one leaking and one clean file
+per format. Their tokens are fake (`not-a-real-token-…`) and never credentials.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from redactkey._cli import main
+from redactkey._placeholders import PLACEHOLDER_STYLES, is_placeholder
+from redactkey._readers import exchanges, read_recording, split_events
+
+DATA = ROOT / "tests" / "data" / "formats"
+
+# file -> (format, [(line, rule), ...] of every error and warning)
+LEAKY: dict[str, tuple[str, list[tuple[int, str]]]] = {
+    "vcrpy-leaky.yaml": ("vcrpy", [(6, "sensitive-key"), (16, "identifying-header"),
+                                   (18, "cookie")]),
+    "aiohttp-leaky.yaml": ("vcrpy", [(7, "sensitive-key"), (17, "identifying-header")]),
+    "ruby-vcr-leaky.yml": ("ruby-vcr", [(11, "sensitive-key"), (18, "identifying-header")]),
+    "har-leaky.har": ("har", [(16, "bearer-token"), (34, "identifying-header"),
+                              (45, "sensitive-key")]),
+    "nock-leaky.json": ("nock", [(10, "sensitive-key"), (20, "identifying-header"),
+                                 (25, "sensitive-key")]),
+    "betamax-leaky.json": ("betamax", [(11, "sensitive-key"), (27, "cookie")]),
+    "go-vcr-v1-leaky.yaml": ("go-vcr", [(9, "sensitive-key"), (18, "identifying-header")]),
+    "go-vcr-v2-leaky.yaml": ("go-vcr", [(15, "sensitive-key"), (24, "identifying-header")]),
+    "cassetter-leaky.yaml": ("cassetter", [(8, "sensitive-key"), (17, "cookie")]),
+    "cassetter-leaky.toml": ("cassetter", [(13, "sensitive-key"), (21, "identifying-header")]),
+    "dd-leaky.json": ("dd-test-agent", [(6, "sensitive-key"), (17, "identifying-header")]),
+}
+CLEAN = {name.replace("-leaky", "-clean"): fmt for name, (fmt, _) in LEAKY.items()}
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object]]:
+    code = main([*args, "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def files(data: dict[str, object]) -> list[tuple[str, str]]:
+    listed = data["files"]
+    assert isinstance(listed, list)
+    return [(Path(f["path"]).name, f["format"]) for f in listed]
+
+
+def findings(data: dict[str, object]) -> list[tuple[int, str]]:
+    listed = data["findings"]
+    assert isinstance(listed, list)
+    return sorted((f["line"], f["rule"]) for f in listed if f["severity"] != "note")
+
+
+class TestEveryFormat:
+    """A leaking and a clean file per format: the format is named, the lines exact."""
+
+    @pytest.mark.parametrize("command", ["audit", "check"])
+    @pytest.mark.parametrize("name", sorted(LEAKY))
+    def test_leaky(self, name: str, command: str, capsys: pytest.CaptureFixture[str]) -> None:
+        """Every credential, cookie and identifying header at its line, in both commands."""
+        fmt, expected = LEAKY[name]
+        code, data = run_json(capsys, command, str(DATA / name))
+        assert code == 1
+        assert files(data) == [(name, fmt)]
+        assert findings(data) == expected
+
+    @pytest.mark.parametrize("name", sorted(CLEAN))
+    def test_clean(self, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+        """Already-redacted values are clean: exit 0 and the format still named."""
+        code, data = run_json(capsys, "audit", str(DATA / name))
+        assert (code, findings(data)) == (0, [])
+        assert files(data) == [(name, CLEAN[name])]
+
+    @pytest.mark.parametrize("name", ["vcrpy-leaky.yaml", "har-leaky.har", "nock-leaky.json"])
+    def test_gzipped_variant(self, name: str, tmp_path: Path,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+        """`x.yaml.gz`, `x.har.gz`, `x.json.gz`: the same findings at the same lines."""
+        fmt, expected = LEAKY[name]
+        target = tmp_path / (name + ".gz")
+        target.write_bytes(gzip.compress((DATA / name).read_bytes(), mtime=0))
+        code, data = run_json(capsys, "audit", str(target))
+        assert code == 1
+        assert files(data) == [(target.name, fmt)]
+        assert findings(data) == expected
+
+    @pytest.mark.parametrize("name", sorted(LEAKY))
+    def test_scrub_leaves_nothing_the_audit_reports(self, name: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+        """After `scrub --write` the audit reports no error or warning (TOML is refused)."""
+        target = tmp_path / name
+        shutil.copy(DATA / name, target)
+        code = main(["scrub", "--write", str(target)])
+        capsys.readouterr()
+        if name.endswith(".toml"):
+            assert code == 1
+            return
+        assert code == 0
+        code, data = run_json(capsys, "audit", str(target))
+        assert (code, findings(data)) == (0, [])
+
+
+class TestReadersAPI:
+    """`read_recording` and `exchanges`: the format-neutral view of a recording."""
+
+    def test_nock_hex_gzip_body_is_decoded(self) -> None:
+        """nock's hex-encoded gzip response array reads as the JSON it holds."""
+        path = DATA / "nock-leaky.json"
+        recording = read_recording(path, path.read_text(encoding="utf-8"))
+        (call,) = list(exchanges(recording))
+        assert call.method == "POST"
+        assert call.url == "https://api.openai.com:443/v1/chat/completions"
+        assert isinstance(call.response_body, dict)
+        assert call.response_body["id"] == "chatcmpl-2"
+        assert call.response_headers["openai-organization"] == ["org-handmade0000000000000"]
+
+    def test_har_base64_body_is_decoded(self) -> None:
+        """HAR `content.text` with `encoding: base64` reads as its text."""
+        path = DATA / "har-clean.har"
+        (call,) = list(exchanges(read_recording(path, path.read_text(encoding="utf-8"))))
+        assert call.status == 200
+        assert call.response_body == {"data": [{"url": "https://example.com/img.png"}]}
+
+    def test_sse_and_ndjson_events(self) -> None:
+        """A streamed body splits into its events."""
+        sse = 'data: {"a": 1}\n\ndata: {"a": 2}\n\ndata: [DONE]\n\n'
+        assert split_events(sse, "text/event-stream") == [{"a": 1}, {"a": 2}, "[DONE]"]
+        assert split_events('{"b": 1}\n{"b": 2}\n', "application/x-ndjson") == [
+            {"b": 1}, {"b": 2}]
+        assert split_events("plain", "text/plain") == []
+
+
+class TestWalk:
+    """What the walk reads, what it skips and why, the same for every command."""
+
+    def test_skipped_files_and_unreadable(self, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+        """Licence texts and binaries are skipped; a binary `.json` or a corrupt `.gz` is
+        an `unreadable-file` warning, an error with `--strict`."""
+        shutil.copy(DATA / "vcrpy-clean.yaml", tmp_path / "ok.yaml")
+        (tmp_path / "LICENSE").write_text("MIT\n", encoding="utf-8")
+        (tmp_path / "logo.png").write_bytes(b"\x89PNG\0\0\0binary")
+        (tmp_path / "broken.json").write_bytes(b"\0\0\0binary")
+        (tmp_path / "cut.yaml.gz").write_bytes(gzip.compress(b"interactions: []\n")[:12])
+        for command in ("audit", "check"):
+            code, data = run_json(capsys, command, str(tmp_path))
+            assert code == 1
+            assert files(data) == [("ok.yaml", "vcrpy")]
+            reasons = {Path(s["path"]).name: s["reason"] for s in data["skipped"]}  # type: ignore[attr-defined]
+            assert reasons["LICENSE"] == "licence text"
+            assert reasons["logo.png"] == "binary"
+            assert set(reasons) == {"LICENSE", "logo.png", "broken.json", "cut.yaml.gz"}
+            unreadable = {(Path(f["path"]).name, f["severity"]) for f in data["findings"]  # type: ignore[attr-defined]
+                          if f["rule"] == "unreadable-file"}
+            assert unreadable == {("broken.json", "warning"), ("cut.yaml.gz", "warning")}
+        code, data = run_json(capsys, "audit", "--strict", str(tmp_path))
+        assert {f["severity"] for f in data["findings"]  # type: ignore[attr-defined]
+                if f["rule"] == "unreadable-file"} == {"error"}
+
+    def test_empty_directory_is_a_usage_error(self, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+        """An empty directory is exit 2 in every command, never "clean"."""
+        for command in ("audit", "check", "scrub"):
+            assert main([command, str(tmp_path)]) == 2
+            assert "holds no files" in capsys.readouterr().out
+
+    def test_text_report_ends_with_counts(self, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+        """The text report's last line counts the files read and skipped, with reasons."""
+        shutil.copy(DATA / "har-clean.har", tmp_path / "recording.har")
+        (tmp_path / "LICENSE.txt").write_text("MIT\n", encoding="utf-8")
+        assert main(["audit", "--no-color", str(tmp_path)]) == 0
+        last = capsys.readouterr().out.strip().splitlines()[-1]
+        assert last == ("audit: 1 file read (1 HAR files), 1 skipped (1 licence text); "
+                        "0 errors, 0 warnings, 1 notes in 1 files -> clean (exit 0)")
+
+
+class TestPlaceholders:
+    """Values already redacted are clean; a real-looking value beside a placeholder is not."""
+
+    @pytest.mark.parametrize("style", PLACEHOLDER_STYLES, ids=lambda s: s.name)
+    def test_each_style(self, style: object) -> None:
+        """Every style met in real recordings counts as redacted."""
+        assert is_placeholder(style.example)  # type: ignore[attr-defined]
+
+    @pytest.mark.parametrize("value", [
+        "AWS4-HMAC-SHA256 Credential=AKIA" + "Z7Q2" * 4 + "/20240101/us-east-1/bedrock/"
+        "aws4_request, SignedHeaders=host, Signature=<AWS_SIGV4_SIGNATURE>",
+        "AWS4-HMAC-SHA256 Credential=<AWS_ACCESS_KEY_ID>/20240101/us-east-1/bedrock/"
+        "aws4_request, SignedHeaders=host, Signature=" + "0a1b2c3d" * 8,
+        "Bearer not-a-real-token-0123456789abcdef",
+    ])
+    def test_not_placeholders(self, value: str) -> None:
+        """A credential part that is not a placeholder keeps the value a finding."""
+        assert not is_placeholder(value)
