@@ -190,7 +190,8 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     """
     if not files:
         raise click.UsageError("give the files or directories to check")
-    _config, checker = _setup(config_path, secret_env, normalise=False, strict=strict)
+    # the same reading as audit and scrub: bodies decoded, so the three agree
+    _config, checker = _setup(config_path, secret_env, strict=strict)
     with progress_bar(color) as advance:
         report = check_paths(files, checker, progress=advance)
     return _emit(report, fmt, output, color, exit_zero=exit_zero)

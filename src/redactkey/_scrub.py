@@ -245,23 +245,29 @@ def plan_target(target: Target, checker: Checker) -> Change | None:
     return _plan(target, checker)[0]
 
 
-def _plan(target: Target, checker: Checker) -> tuple[Change | None, str]:
+def _plan(target: Target, checker: Checker) -> tuple[Change | None, str, list[Issue]]:
+    """(the change, the format read, the `unreadable-file` findings of parts not read)."""
+    change, fmt, issues = _plan_parts(target, checker)
+    return change, fmt, [i for i in issues if i.rule == "unreadable-file"]
+
+
+def _plan_parts(target: Target, checker: Checker) -> tuple[Change | None, str, list[Issue]]:
     issues, cassette = checker.check_target(target)
     secret_issues = [i for i in issues if i.level != "note" and i.rule != "unreadable-file"
                      and not checker.allowlisted(i)]
     if cassette is None:
         if secret_issues:
             return Change(target, secret_issues, b"", target.path,
-                          conflict="not JSON or YAML: edit the file by hand"), "text"
-        return None, "text"
+                          conflict="not JSON or YAML: edit the file by hand"), "text", issues
+        return None, "text", issues
     raw = target.path.read_bytes()
     if cassette.format == "fixture":
-        return _plan_fixture(target, raw, checker, secret_issues), cassette.format
+        return _plan_fixture(target, raw, checker, secret_issues), cassette.format, issues
     if cassette.format == "store":
-        return _plan_store(target, raw, checker, secret_issues), cassette.format
+        return _plan_store(target, raw, checker, secret_issues), cassette.format, issues
     return (_plan_third_party(target, cassette.text, checker, secret_issues,
                               decoded=cassette.document if cassette.format == "nock" else None),
-            cassette.format)
+            cassette.format, issues)
 
 
 def write_change(change: Change, checker: Checker) -> list[Issue]:
@@ -296,7 +302,7 @@ def plan_paths(
     iterator: Iterable[Target] = progress(targets) if progress is not None else targets
     for target in iterator:
         try:
-            change, fmt = _plan(target, checker)
+            change, fmt, unreadable = _plan(target, checker)
         except Unreadable as exc:
             report.skip(target.display, exc.problem, finding=True)
             continue
@@ -308,6 +314,7 @@ def plan_paths(
                                                 f"cannot be read: {exc.strerror or exc}"))
             continue
         report.read(target.display, fmt)
+        report.issues.extend(unreadable)
         if change is None:
             continue
         verb = "scrubbed" if write else "would scrub"
