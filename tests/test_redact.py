@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 
 import pytest
@@ -242,8 +243,22 @@ class TestStreams:
         out = redactor.redact_stream(chunks)
         assert out == [
             {"choices": [{"delta": {"content": "key: [REDACTED]"}}]},
-            {"choices": [{"delta": {"content": "[REDACTED] end"}}]},
+            {"choices": [{"delta": {"content": " end"}}]},
         ]
+
+    @pytest.mark.parametrize("cuts", [(3,), (5, 9), (1, 2, 3, 4), (2, 20)])
+    def test_joined_deltas_equal_the_whole_answer_redacted(
+        self, redactor: Redactor, cuts: tuple[int, ...]
+    ) -> None:
+        """One placeholder, in the delta where the secret starts: joined deltas read as the
+        whole answer redacted, however the secret is cut."""
+        whole = f"Your token is {TOKEN} as requested."
+        start = whole.index(TOKEN)
+        bounds = [0, *(start + c for c in cuts), len(whole)]
+        deltas = [{"delta": whole[a:b]} for a, b in itertools.pairwise(bounds)]
+        out = redactor.redact_stream(deltas)
+        assert "".join(d["delta"] for d in out) == redactor.redact(whole)
+        assert redactor.redact_stream(out) == out
 
     def test_split_across_sse_events(self) -> None:
         """Consecutive SSE `data:` events are read as one stream, even without known values."""

@@ -871,20 +871,33 @@ class Redactor:
             for _, text in pieces:
                 bounds.append(offset)
                 offset += len(text)
-            crossing = [s for s in spans if any(s.start < b < s.end for b in bounds[1:])]
+            crossing = _merged(
+                [s for s in spans if any(s.start < b < s.end for b in bounds[1:])]
+            )
             if not crossing:
                 continue
             for k, (index, text) in enumerate(pieces):
                 lo = bounds[k]
                 hi = lo + len(text)
+                # One placeholder, in the piece where the secret starts; the pieces it runs
+                # on into lose their share, so the pieces joined read like the whole text
+                # redacted (docs/decisions/0090).
                 local = [
-                    Span(max(s.start, lo) - lo, min(s.end, hi) - lo, s.rule, s.slot)
+                    Span(s.start - lo, min(s.end, hi) - lo, s.rule, s.slot)
                     for s in crossing
-                    if s.start < hi and s.end > lo
+                    if lo <= s.start < hi
                 ]
-                if local:
-                    where = pointer or _pointer_of((index, *path))
-                    edits.setdefault(index, {})[path] = self._apply(text, local, where, found)
+                tail = [s for s in crossing if s.start < lo < s.end]
+                if not local and not tail:
+                    continue
+                where = pointer or _pointer_of((index, *path))
+                cut = 0
+                if tail:  # merged spans: at most one runs on into this piece
+                    cut = min(tail[0].end, hi) - lo
+                    label = tail[0].slot if tail[0].rule == "known-value" else None
+                    self._note(found, where, 0, cut, tail[0].rule, label, text[:cut])
+                applied = self._apply(text, local, where, found) if local else text
+                edits.setdefault(index, {})[path] = applied[cut:]
         if not edits:
             return chunks
         return [
@@ -972,6 +985,18 @@ def _credential_values(value: str) -> list[str]:
 
 
 # --- helpers ----------------------------------------------------------------------------
+
+
+def _merged(spans: list[Span]) -> list[Span]:
+    """Overlapping spans as one each (the first one's rule and label), in order."""
+    out: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s.start, -s.end, s.rule, s.slot or "")):
+        if out and span.start < out[-1].end:
+            last = out[-1]
+            out[-1] = Span(last.start, max(last.end, span.end), last.rule, last.slot)
+        else:
+            out.append(span)
+    return out
 
 
 def _hint_words(names: Iterable[str]) -> list[str]:

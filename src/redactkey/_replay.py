@@ -1063,6 +1063,26 @@ class ToolFixtures:
         return await self.fixtures.acall("tool:" + name, dict(arguments), live,
                                          spec=KeySpec.whole())
 
+    @raised_at_entry
+    def stream(
+        self, name: str, arguments: Mapping[str, Any], live: Callable[[], Iterable[Any]] | None
+    ) -> Iterator[Any]:
+        """The chunks of streamed tool `name`: replayed, or passed through from `live` and
+        recorded once the stream has been read to its end (like a model stream)."""
+        return self.fixtures.stream("tool:" + name, dict(arguments), live,
+                                    spec=KeySpec.whole())
+
+    @raised_at_entry
+    def astream(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        live: Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]] | None,
+    ) -> AsyncIterator[Any]:
+        """Async twin of `stream`: `live` returns an async iterable."""
+        return self.fixtures.astream("tool:" + name, dict(arguments), live,
+                                     spec=KeySpec.whole())
+
     def tool(
         self,
         fn: F | None = None,
@@ -1070,12 +1090,15 @@ class ToolFixtures:
         name: str | None = None,
         decode: Callable[[Any], Any] | None = None,
     ) -> Any:
-        """Decorator: `@tools.tool` or `@tools.tool(name="search")` on a sync or async function."""
+        """Decorator: `@tools.tool` or `@tools.tool(name="search")` on a sync or async
+        function, or on a generator or async-generator function (its chunks are recorded
+        and replayed like a model stream's)."""
         def decorate(func: F) -> F:
             tool_name = name or func.__name__
             self.fixtures.store.path_for("tool:" + tool_name, "0" * 64)
+            streams = inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func)
             return cast(F, _wrap_function(self.fixtures, func, "tool:" + tool_name,
-                                          stream=False, schema=None, decode=decode,
+                                          stream=streams, schema=None, decode=decode,
                                           spec=KeySpec.whole()))
 
         if fn is not None:
