@@ -8,12 +8,13 @@ documents and `HttpFixtures` replies back into their responses. The documents ar
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
 from ._errors import UsageError, raised_at_entry
 from ._exchange import (
@@ -108,6 +109,21 @@ def _stream_types(library: ModuleType) -> tuple[type, type]:
     return SyncStream, AsyncStream
 
 
+_NO_LOOP: Final = object()
+"""Stands for the event loop of async code that runs without asyncio (trio)."""
+
+
+def _running_loop() -> object:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return _NO_LOOP
+
+
+def _is_closed(loop: object) -> bool:
+    return isinstance(loop, asyncio.AbstractEventLoop) and loop.is_closed()
+
+
 class FixtureTransport(_TransportBase):
     """Record and replay the HTTP calls of an httpx or httpx2 client, sync or async.
 
@@ -149,7 +165,11 @@ class FixtureTransport(_TransportBase):
         self._fixtures = self._http.fixtures
         self._redactor: Redactor = self._http.redactor
         self._inner = inner
-        self._owned: dict[tuple[str, bool], Any] = {}
+        # Sync inner transports by library; async ones by event loop, then library: an
+        # async connection pool belongs to the loop that opened it, and one transport may
+        # serve clients on several loops (threads, consecutive `asyncio.run`s).
+        self._owned: dict[str, Any] = {}
+        self._owned_async: dict[object, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -174,26 +194,34 @@ class FixtureTransport(_TransportBase):
                     "of the client's own library"
                 )
             return self._inner
+        name = library.__name__
         with self._lock:
-            inner = self._owned.get((library.__name__, is_async))
+            if not is_async:
+                owned = self._owned
+            else:
+                loop = _running_loop()
+                for gone in [k for k in self._owned_async if _is_closed(k)]:
+                    del self._owned_async[gone]  # its connections died with their loop
+                owned = self._owned_async.setdefault(loop, {})
+            inner = owned.get(name)
             if inner is None:
                 factory = library.AsyncHTTPTransport if is_async else library.HTTPTransport
-                inner = self._owned[(library.__name__, is_async)] = factory()
+                inner = owned[name] = factory()
             return inner
 
     def close(self) -> None:
-        """Close the inner transports that serve sync clients."""
+        """Close the inner transports that serve sync clients (new ones open on next use)."""
         with self._lock:
-            owned = [t for (_, is_async), t in self._owned.items() if not is_async]
+            owned, self._owned = list(self._owned.values()), {}
         for transport in owned:
             transport.close()
         if self._inner is not None and hasattr(self._inner, "close"):
             self._inner.close()
 
     async def aclose(self) -> None:
-        """Close the inner transports that serve async clients."""
+        """Close the inner transports that serve async clients on the running event loop."""
         with self._lock:
-            owned = [t for (_, is_async), t in self._owned.items() if is_async]
+            owned = list(self._owned_async.pop(_running_loop(), {}).values())
         for transport in owned:
             await transport.aclose()
         if self._inner is not None and hasattr(self._inner, "aclose"):
