@@ -3,7 +3,10 @@
 It listens on 127.0.0.1 (random port, one thread per connection) and speaks
 chat completions (`POST /v1/chat/completions`), the responses API
 (`POST /v1/responses`) and Anthropic messages (`POST /v1/messages`), each
-streamed (server-sent events) or not, with tool calls and structured output.
+streamed (server-sent events) or not, with tool calls and structured output; also
+Gemini's `POST /v1beta/models/<model>:generateContent` and
+`:streamGenerateContent?alt=sse` (SSE asked for by the query, not by `Accept`), and
+Ollama's `POST /api/chat` (newline-delimited JSON, streamed unless `"stream": false`).
 
 Behaviour is chosen by the request's model name:
 
@@ -16,7 +19,8 @@ the answer is cut into `delta_size`-character deltas, so the token is split acro
 events. Every response carries the headers real providers send and fixtures must not
 keep (set-cookie, organisation and project ids, request ids, rate limits, cf-ray,
 processing time, date). Streams are written in `write_size`-byte pieces, so lines
-are cut across reads. `encoding` ("gzip" or "deflate", or "br" when the `brotli`
+are cut across reads; `pause` seconds pass before each event (time-to-first-chunk
+checks). `encoding` ("gzip" or "deflate", or "br" when the `brotli`
 package is present) compresses non-streamed bodies.
 """
 
@@ -38,6 +42,9 @@ from typing import Any
 __all__ = ["FakeProvider", "SeenRequest"]
 
 _ECHO = re.compile(r"ECHO:(\S+)")
+_GEMINI = re.compile(
+    r"/v1beta/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)"
+)
 _FAILURES = {"unauthorized": 401, "forbidden": 403, "server-error": 500, "bad-request": 400}
 
 
@@ -58,6 +65,7 @@ class FakeProvider:
     delta_size: int = 4
     write_size: int = 7
     encoding: str | None = None
+    pause: float = 0.0
     organization: str = field(default_factory=lambda: "org-" + secrets.token_hex(12))
     project: str = field(default_factory=lambda: "proj_" + secrets.token_hex(12))
     anthropic_organization: str = field(default_factory=lambda: secrets.token_hex(16))
@@ -130,7 +138,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self._json(400, {"error": {"message": "body must be a JSON object"}})
             return
-        model = str(body.get("model", ""))
+        path = self.path.split("?", 1)[0]
+        gemini = _GEMINI.fullmatch(path)
+        model = gemini.group("model") if gemini else str(body.get("model", ""))
         if model in _FAILURES:
             status = _FAILURES[model]
             self._json(status, _error_body(self.path, status), retry_after_ms="1")
@@ -143,7 +153,21 @@ class _Handler(BaseHTTPRequestHandler):
             "/v1/responses": _responses,
             "/v1/messages": _messages,
         }
-        route = routes.get(self.path.split("?", 1)[0])
+        if gemini is not None:
+            answer = _gemini(model, body, self.fake.delta_size)
+            if gemini.group("method") == "streamGenerateContent":
+                self._stream(answer.events)
+            else:
+                self._json(200, answer.body)
+            return
+        if path == "/api/chat":
+            answer = _ollama(body, self.fake.delta_size)
+            if body.get("stream", True):
+                self._ndjson([data for _, data in answer.events])
+            else:
+                self._json(200, answer.body)
+            return
+        route = routes.get(path)
         if route is None:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -199,21 +223,30 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _stream(self, events: list[tuple[str | None, str]]) -> None:
+        self._chunked(
+            "text/event-stream; charset=utf-8",
+            [(f"event: {name}\n" if name else "") + f"data: {data}\n\n" for name, data in events],
+        )
+
+    def _ndjson(self, lines: list[str]) -> None:
+        self._chunked("application/x-ndjson", [line + "\n" for line in lines])
+
+    def _chunked(self, content_type: str, events: list[str]) -> None:
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("content-type", content_type)
         self.send_header("transfer-encoding", "chunked")
         self.send_header("cache-control", "no-cache")
         self._provider_headers()
         self.end_headers()
-        text = "".join(
-            (f"event: {name}\n" if name else "") + f"data: {data}\n\n" for name, data in events
-        )
-        raw = text.encode()
         size = self.fake.write_size
-        for start in range(0, len(raw), size):
-            piece = raw[start : start + size]
-            self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-            self.wfile.flush()
+        for event in events:
+            if self.fake.pause:
+                time.sleep(self.fake.pause)
+            raw = event.encode()
+            for start in range(0, len(raw), size):
+                piece = raw[start : start + size]
+                self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
@@ -480,6 +513,41 @@ def _messages(body: dict[str, Any], size: int) -> _Answer:
     events.append(("message_stop", {"type": "message_stop"}))
     full = {**start, "content": [block], "stop_reason": stop, "usage": usage}
     return _Answer(full, [(name, json.dumps(data)) for name, data in events])
+
+
+def _gemini(model: str, body: dict[str, Any], size: int) -> _Answer:
+    text = _reply_text(body.get("contents", []))
+    usage = {"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18}
+
+    def candidate(piece: str, finish: str | None) -> dict[str, Any]:
+        found: dict[str, Any] = {"content": {"parts": [{"text": piece}], "role": "model"},
+                                 "index": 0}
+        if finish:
+            found["finishReason"] = finish
+        return found
+
+    full = {"candidates": [candidate(text, "STOP")], "usageMetadata": usage,
+            "modelVersion": model, "responseId": "fake-gemini-1"}
+    pieces = _pieces(text, size)
+    events: list[tuple[str | None, str]] = [
+        (None, json.dumps({"candidates": [candidate(p, "STOP" if i == len(pieces) - 1 else None)],
+                           "usageMetadata": usage, "modelVersion": model,
+                           "responseId": "fake-gemini-1"}))
+        for i, p in enumerate(pieces)
+    ]
+    return _Answer(full, events)
+
+
+def _ollama(body: dict[str, Any], size: int) -> _Answer:
+    model = body.get("model", "")
+    text = _reply_text(body.get("messages", []))
+    base = {"model": model, "created_at": "2024-01-01T00:00:00Z"}
+    done = {"done": True, "done_reason": "stop", "total_duration": 1000, "eval_count": 7}
+    full = {**base, "message": {"role": "assistant", "content": text}, **done}
+    lines = [json.dumps({**base, "message": {"role": "assistant", "content": p}, "done": False})
+             for p in _pieces(text, size)]
+    lines.append(json.dumps({**base, "message": {"role": "assistant", "content": ""}, **done}))
+    return _Answer(full, [(None, line) for line in lines])
 
 
 if __name__ == "__main__":  # manual poking: python tests/fakeprovider.py
