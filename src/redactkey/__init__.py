@@ -29,8 +29,10 @@ from ._secrets import DeclaresSecrets, RunSecrets, collect_run_secrets
 from ._store import CassetteStore, FixtureDir, FixtureStore
 
 if TYPE_CHECKING:
+    from ._aiohttp import aiohttp_session
     from ._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
     from ._report import RunReport
+    from ._requests import RequestsAdapter
     from ._transport import FixtureTransport
     from ._vcr import VcrHooks, use_redactkey
     from ._verify import VerifyRules
@@ -41,10 +43,12 @@ _LAZY = {
     "ClientAdapter": "._replay",
     "FixtureTransport": "._transport",
     "ModelFixtures": "._replay",
+    "RequestsAdapter": "._requests",
     "RunReport": "._report",
     "ToolFixtures": "._replay",
     "VcrHooks": "._vcr",
     "VerifyRules": "._verify",
+    "aiohttp_session": "._aiohttp",
     "resolve_mode": "._replay",
     "use_redactkey": "._vcr",
 }
@@ -72,6 +76,7 @@ __all__ = [
     "RedactkeyError",
     "Redactor",
     "ReplaceVolatile",
+    "RequestsAdapter",
     "RunReport",
     "RunSecrets",
     "SecretError",
@@ -82,6 +87,7 @@ __all__ = [
     "VcrHooks",
     "VerifyRules",
     "VolatileValueWarning",
+    "aiohttp_session",
     "canonicalize",
     "collect_run_secrets",
     "find_volatile",

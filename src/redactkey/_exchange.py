@@ -6,14 +6,17 @@ request document (`redactkey._http.request_document`), then hands it here with a
 callable that sends the request through the library and returns what came back:
 
     fixtures = HttpFixtures(store, mode=mode, redactor=redactor)
-    if wants_stream(document):
-        reply = fixtures.stream(document, lambda: LiveStream(status, pairs, pieces, close))
-    else:
-        reply = fixtures.call(document, lambda: LiveResponse(status, pairs, body))
+    reply = fixtures.exchange(document, lambda: LiveStream(status, pairs, pieces, close))
+
+`exchange` decides whether the call is a stream: the request says so (`wants_stream`,
+`refuses_stream`), else the recorded fixture does, else the live response's content
+type (`is_stream_type`), so a stream the request did not announce (Ollama's NDJSON) is
+still passed on as it arrives. `stream(document, open_stream)` and
+`call(document, send)` are the two paths when the adapter already knows.
 
 The reply is a `Reply` (status, headers, whole body) or, for a stream, a
-`StreamReply` (status, headers, byte pieces, `close()`); `astream` / `acall` are the
-async twins. The sending callable is called only when the mode and the store say
+`StreamReply` (status, headers, byte pieces, `close()`); `aexchange`, `astream` and
+`acall` are the async twins. The sending callable is called only when the mode and the store say
 the call goes live; a live response is passed on byte for byte (decoded), a replayed
 one is rebuilt from its document. Responses to credential, quota and server failures
 (`is_environment_failure`) pass through and are never written. A replay miss is a
@@ -42,14 +45,18 @@ from ._http import (
     RESPONSE_HEADERS,
     achunk_documents,
     body_bytes,
+    chunk_bytes,
     chunk_documents,
+    content_type_of,
     event_bytes,
     head_document,
     is_environment_failure,
-    is_event_stream,
+    is_stream_type,
     live_headers,
+    refuses_stream,
     response_document,
     shown_url,
+    wants_stream,
 )
 from ._replay import ModelFixtures
 
@@ -220,6 +227,23 @@ def _sdk_miss(
     return named
 
 
+def _read_whole(live: LiveStream) -> LiveResponse:
+    try:
+        body = b"".join(live.pieces)
+    finally:
+        live.close()
+    return LiveResponse(live.status, live.headers, body)
+
+
+async def _aread_whole(opening: Awaitable[AsyncLiveStream]) -> LiveResponse:
+    live = await opening
+    try:
+        body = b"".join([piece async for piece in live.pieces])
+    finally:
+        await live.aclose()
+    return LiveResponse(live.status, live.headers, body)
+
+
 def _whole(live: LiveResponse) -> Reply:
     return Reply(live.status, live_headers(live.headers), live.body, live=True)
 
@@ -323,7 +347,51 @@ class HttpFixtures:
     def _miss(self, miss: FixtureError, document: Mapping[str, JSON]) -> Exception:
         return _sdk_miss(miss, document, self.redactor)
 
+    def _streams(self, document: Mapping[str, JSON]) -> bool | None:
+        """Whether a call is a stream: the request says so, else its recording does;
+        None when only the live response can tell."""
+        if wants_stream(document):
+            return True
+        if refuses_stream(document):
+            return False
+        if self.mode in ("replay", "auto"):
+            from ._keys import request_key
+
+            key = request_key(KIND, document, spec=self.spec, redactor=self.redactor)
+            fixture = self.store.get(KIND, key)
+            if fixture is not None:
+                return fixture.outcome == "chunks"
+            if self.mode == "replay":
+                return False  # a miss either way; `call` raises it
+        return None
+
     # -- sync --------------------------------------------------------------------------
+
+    def exchange(
+        self, document: dict[str, JSON], open_stream: Callable[[], LiveStream]
+    ) -> Reply | StreamReply:
+        """The response to a request document, streamed or whole as the request, its
+        recording or the live response says (see the module docstring). `open_stream`
+        sends the request and returns the response unread."""
+        streams = self._streams(document)
+        if streams is True:
+            return self.stream(document, open_stream)
+        if streams is False:
+            return self.call(document, lambda: _read_whole(open_stream()))
+        opened = open_stream()
+        taken: list[bool] = []
+
+        def take() -> LiveStream:
+            taken.append(True)
+            return opened
+
+        try:
+            if is_stream_type(content_type_of(opened.headers)):
+                return self.stream(document, take)
+            return self.call(document, lambda: _read_whole(take()))
+        finally:
+            if not taken:  # replayed after all (a repeat in record mode): not needed
+                opened.close()
 
     def call(self, document: dict[str, JSON], send: Callable[[], LiveResponse]) -> Reply:
         """The whole response to a request document: replayed, or from `send` (recorded)."""
@@ -372,8 +440,8 @@ class HttpFixtures:
         except StopIteration:
             head = None
         status, headers = self._head(head, document)
-        events = is_event_stream(headers.get("content-type"))
-        pieces = ((event_bytes if events else body_bytes)(chunk) for chunk in chunks)
+        content_type = headers.get("content-type")
+        pieces = (chunk_bytes(content_type, chunk) for chunk in chunks)
 
         def close() -> None:
             try:
@@ -397,6 +465,32 @@ class HttpFixtures:
         )
 
     # -- async -------------------------------------------------------------------------
+
+    async def aexchange(
+        self,
+        document: dict[str, JSON],
+        open_stream: Callable[[], Awaitable[AsyncLiveStream]],
+    ) -> Reply | AsyncStreamReply:
+        """Async twin of `exchange`."""
+        streams = self._streams(document)
+        if streams is True:
+            return await self.astream(document, open_stream)
+        if streams is False:
+            return await self.acall(document, lambda: _aread_whole(open_stream()))
+        opened = await open_stream()
+        taken: list[bool] = []
+
+        async def take() -> AsyncLiveStream:
+            taken.append(True)
+            return opened
+
+        try:
+            if is_stream_type(content_type_of(opened.headers)):
+                return await self.astream(document, take)
+            return await self.acall(document, lambda: _aread_whole(take()))
+        finally:
+            if not taken:
+                await opened.aclose()
 
     async def acall(
         self, document: dict[str, JSON], send: Callable[[], Awaitable[LiveResponse]]
@@ -450,11 +544,11 @@ class HttpFixtures:
         except StopAsyncIteration:
             head = None
         status, headers = self._head(head, document)
-        events = is_event_stream(headers.get("content-type"))
+        content_type = headers.get("content-type")
 
         async def pieces() -> AsyncIterator[bytes]:
             async for chunk in chunks:
-                yield (event_bytes if events else body_bytes)(chunk)
+                yield chunk_bytes(content_type, chunk)
 
         async def aclose() -> None:
             try:

@@ -9,9 +9,11 @@ and replays with three steps, whatever its library:
    which of its fields count. `header_items(mapping)` turns a dict-like header map
    (values may be lists) into the pairs it takes.
 2. **Stream or not** — `wants_stream(document)`: the request asks for a stream (a
-   JSON body with ``"stream": true``, ``Accept: text/event-stream``); such a call is
-   stored as chunks (a head, then one document per event). `is_event_stream(content_type)`
-   tells whether a response is server-sent events.
+   JSON body with ``"stream": true``, ``?alt=sse``, an ``Accept`` naming event streams
+   or NDJSON); `refuses_stream(document)`: it asks for one answer. Otherwise what the
+   provider does decides: `is_stream_type(content_type)` (server-sent events or
+   newline-delimited JSON). A stream is stored as chunks (a head, then one document per
+   event or line).
 3. **Store the response** — ``response_document(status, header_pairs, decoded_body)``
    for a whole response, or ``head_document(status, header_pairs)`` followed by
    ``chunk_documents(head, byte_pieces)`` (`achunk_documents` for async pieces) for a
@@ -19,7 +21,7 @@ and replays with three steps, whatever its library:
    when the library did not. Responses whose status `is_environment_failure` (401,
    429, 5xx…) are never stored.
 4. **Replay it** — `body_bytes(document)` gives a stored body's bytes;
-   `event_bytes(event)` one stored event as the bytes sent on the wire;
+   `chunk_bytes(content_type, chunk)` one stored chunk as the bytes sent on the wire;
    `live_headers(pairs)` drops hop-by-hop headers from a live response passed on.
 
 The record/replay decision itself (lookup, miss, record, environment failures) is
@@ -62,6 +64,7 @@ __all__ = [
     "achunk_documents",
     "body_bytes",
     "body_document",
+    "chunk_bytes",
     "chunk_documents",
     "content_type_of",
     "decoded_body",
@@ -70,8 +73,11 @@ __all__ = [
     "header_items",
     "is_environment_failure",
     "is_event_stream",
+    "is_ndjson",
+    "is_stream_type",
     "iter_events",
     "live_headers",
+    "refuses_stream",
     "request_document",
     "response_document",
     "shown_url",
@@ -371,25 +377,76 @@ def decoded_body(data: bytes, encoding: str) -> bytes:
     )
 
 
+_NDJSON_TYPES: Final = frozenset(
+    {
+        "application/x-ndjson",
+        "application/ndjson",
+        "application/jsonl",
+        "application/x-jsonl",
+        "application/jsonlines",
+        "application/x-jsonlines",
+    }
+)
+
+
+def is_ndjson(content_type: str | None) -> bool:
+    """True when a content type announces newline-delimited JSON (Ollama's streams)."""
+    return _mime(content_type) in _NDJSON_TYPES
+
+
+def is_stream_type(content_type: str | None) -> bool:
+    """True when a response is a stream by its content type: server-sent events or
+    newline-delimited JSON. Such a response is passed on as it arrives and stored as
+    chunks, whatever the request asked for."""
+    return is_event_stream(content_type) or is_ndjson(content_type)
+
+
 def wants_stream(document: Mapping[str, JSON]) -> bool:
     """True when a request document asks for a streamed answer (recorded as chunks).
 
-    A JSON body with ``"stream": true`` (OpenAI, Anthropic and their kin) or an
-    ``Accept: text/event-stream`` header.
+    A JSON body with ``"stream": true`` (OpenAI, Anthropic and their kin), a query with
+    ``alt=sse`` (Google's generative APIs, which send ``Accept: */*``), or an ``Accept``
+    header naming server-sent events or newline-delimited JSON.
     """
     body = document.get("json")
     if isinstance(body, Mapping) and body.get("stream") is True:
         return True
+    query = urllib.parse.urlsplit(str(document.get("url", ""))).query
+    if ("alt", "sse") in urllib.parse.parse_qsl(query):
+        return True
     accept = str(document.get("headers", {}).get("accept", ""))
-    return "text/event-stream" in accept
+    return any(is_stream_type(part) for part in accept.split(","))
+
+
+def refuses_stream(document: Mapping[str, JSON]) -> bool:
+    """True when a request document says it wants one whole answer (``"stream": false``)."""
+    body = document.get("json")
+    return isinstance(body, Mapping) and body.get("stream") is False
+
+
+def _ndjson_lines(pending: bytes, piece: bytes) -> tuple[list[bytes], bytes]:
+    lines = (pending + piece).split(b"\n")
+    return lines[:-1], lines[-1]
+
+
+def _line_document(line: bytes) -> dict[str, JSON]:
+    return body_document("application/json", line.rstrip(b"\r")) or {"text": ""}
 
 
 def chunk_documents(head: Mapping[str, JSON], pieces: Iterable[bytes]) -> Iterator[JSON]:
-    """The stored chunks after `head` of a streamed response: one per server-sent event,
-    or one body document when the response is not an event stream."""
+    """The stored chunks after `head` of a streamed response, each as soon as it is
+    complete: one per server-sent event, one per line of newline-delimited JSON, or one
+    body document when the response is neither."""
     content_type = head["headers"].get("content-type")
     if is_event_stream(content_type):
         yield from iter_events(pieces)
+    elif is_ndjson(content_type):
+        pending = b""
+        for piece in pieces:
+            lines, pending = _ndjson_lines(pending, piece)
+            yield from (_line_document(line) for line in lines)
+        if pending:
+            yield _line_document(pending)
     else:
         yield body_document(content_type, b"".join(pieces))
 
@@ -406,8 +463,26 @@ async def achunk_documents(
                 yield event
         for event in parser.finish():
             yield event
+    elif is_ndjson(content_type):
+        pending = b""
+        async for piece in pieces:
+            lines, pending = _ndjson_lines(pending, piece)
+            for line in lines:
+                yield _line_document(line)
+        if pending:
+            yield _line_document(pending)
     else:
         yield body_document(content_type, b"".join([piece async for piece in pieces]))
+
+
+def chunk_bytes(content_type: str | None, chunk: Mapping[str, JSON]) -> bytes:
+    """One stored chunk of a streamed response back as the bytes sent on the wire (the
+    inverse of `chunk_documents`)."""
+    if is_event_stream(content_type):
+        return event_bytes(chunk)
+    if is_ndjson(content_type):
+        return body_bytes(chunk) + b"\n"
+    return body_bytes(chunk)
 
 
 def shown_url(url: str, redactor: Redactor | None) -> str:

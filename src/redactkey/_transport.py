@@ -20,11 +20,10 @@ from ._errors import UsageError, raised_at_entry
 from ._exchange import (
     AsyncLiveStream,
     HttpFixtures,
-    LiveResponse,
     LiveStream,
     Reply,
 )
-from ._http import RESPONSE_HEADERS, request_document, wants_stream
+from ._http import RESPONSE_HEADERS, request_document
 
 if TYPE_CHECKING:
     import httpx
@@ -249,22 +248,7 @@ class FixtureTransport(_TransportBase):
         document = request_document(
             request.method, str(request.url), request.headers.multi_items(), request.read()
         )
-        if wants_stream(document):
-            return self._stream(library, request, document)
-        return self._call(library, request, document)
 
-    def _call(self, library: ModuleType, request: Any, document: dict[str, Any]) -> Any:
-        def send() -> LiveResponse:
-            response = self._inner_for(library, is_async=False).handle_request(request)
-            try:
-                body = response.read()
-            finally:
-                response.close()
-            return LiveResponse(response.status_code, response.headers.multi_items(), body)
-
-        return self._response(library, request, self._http.call(document, send))
-
-    def _stream(self, library: ModuleType, request: Any, document: dict[str, Any]) -> Any:
         def open_stream() -> LiveStream:
             response = self._inner_for(library, is_async=False).handle_request(request)
             return LiveStream(
@@ -272,7 +256,7 @@ class FixtureTransport(_TransportBase):
                 response.close,
             )
 
-        reply = self._http.stream(document, open_stream)
+        reply = self._http.exchange(document, open_stream)
         if isinstance(reply, Reply):
             return self._response(library, request, reply)
         sync_stream, _ = _stream_types(library)
@@ -295,23 +279,7 @@ class FixtureTransport(_TransportBase):
         document = request_document(
             request.method, str(request.url), request.headers.multi_items(), await request.aread()
         )
-        if wants_stream(document):
-            return await self._astream(library, request, document)
-        return await self._acall(library, request, document)
 
-    async def _acall(self, library: ModuleType, request: Any, document: dict[str, Any]) -> Any:
-        async def send() -> LiveResponse:
-            inner = self._inner_for(library, is_async=True)
-            response = await inner.handle_async_request(request)
-            try:
-                body = await response.aread()
-            finally:
-                await response.aclose()
-            return LiveResponse(response.status_code, response.headers.multi_items(), body)
-
-        return self._response(library, request, await self._http.acall(document, send))
-
-    async def _astream(self, library: ModuleType, request: Any, document: dict[str, Any]) -> Any:
         async def open_stream() -> AsyncLiveStream:
             inner = self._inner_for(library, is_async=True)
             response = await inner.handle_async_request(request)
@@ -320,7 +288,7 @@ class FixtureTransport(_TransportBase):
                 response.aclose,
             )
 
-        reply = await self._http.astream(document, open_stream)
+        reply = await self._http.aexchange(document, open_stream)
         if isinstance(reply, Reply):
             return self._response(library, request, reply)
         _, async_stream = _stream_types(library)
