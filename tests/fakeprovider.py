@@ -20,8 +20,9 @@ events. Every response carries the headers real providers send and fixtures must
 keep (set-cookie, organisation and project ids, request ids, rate limits, cf-ray,
 processing time, date). Streams are written in `write_size`-byte pieces, so lines
 are cut across reads; `pause` seconds pass before each event (time-to-first-chunk
-checks). `encoding` ("gzip" or "deflate", or "br" when the `brotli`
-package is present) compresses non-streamed bodies.
+checks) and `written` holds the time each streamed event was sent. `encoding` ("gzip"
+or "deflate", or "br" when the `brotli` package is present) compresses non-streamed
+bodies.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class FakeProvider:
     anthropic_organization: str = field(default_factory=lambda: secrets.token_hex(16))
     cookie: str = field(default_factory=lambda: "cfbm" + secrets.token_hex(16))
     seen: list[SeenRequest] = field(default_factory=list)
+    written: list[float] = field(default_factory=list)
     encoded: int = 0
     _bodies_seen: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -247,6 +249,8 @@ class _Handler(BaseHTTPRequestHandler):
                 piece = raw[start : start + size]
                 self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
                 self.wfile.flush()
+            with self.fake._lock:
+                self.fake.written.append(time.monotonic())
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

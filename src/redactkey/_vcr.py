@@ -16,9 +16,10 @@ vcrpy itself is not imported here; any object with its `VCR` attributes works.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, TypeVar
 
+from ._canonical import to_json
 from ._http import (
     KIND,
     RESPONSE_HEADERS,
@@ -41,6 +42,13 @@ MATCHER_NAME: Final = "redactkey"
 V = TypeVar("V")
 
 
+def _json_body(request: Any) -> Any:
+    """The body object of an aiohttp request sent with ``json=`` (vcrpy keeps it as the
+    dict or list it was given, not as bytes), else None."""
+    body = request.body
+    return body if isinstance(body, (Mapping, list)) else None
+
+
 def _body_of(request: Any) -> bytes:
     body = getattr(request, "body_bytes", None)
     if body is None:
@@ -51,7 +59,8 @@ def _body_of(request: Any) -> bytes:
         return body.encode("utf-8")
     if isinstance(body, (bytes, bytearray)):
         return bytes(body)
-    return b"".join(body)  # vcrpy keeps an iterator body as a list of chunks
+    # vcrpy keeps an iterator body as a list of chunks (bytes or text)
+    return b"".join(p.encode("utf-8") if isinstance(p, str) else bytes(p) for p in body)
 
 
 class VcrHooks:
@@ -77,10 +86,14 @@ class VcrHooks:
 
     def document(self, request: Any) -> dict[str, Any]:
         """The HTTP request document of a vcrpy request (the one `FixtureTransport` keys)."""
-        return request_document(
+        value = _json_body(request)
+        document = request_document(
             str(request.method), str(request.uri), header_items(request.headers),
-            _body_of(request),
+            b"" if value is not None else _body_of(request),
         )
+        if value is not None:
+            document["json"] = to_json(value, "/json")
+        return document
 
     def key(self, request: Any) -> str:
         """The redactkey key of a vcrpy request."""
@@ -102,6 +115,10 @@ class VcrHooks:
         target: Any = request
         target.uri = self.redactor.redact_url(str(target.uri))
         target.headers = self.redactor.redact_headers(dict(target.headers))
+        value = _json_body(target)
+        if value is not None:
+            target.body = self.redactor.redact(value)  # stays an object, as vcrpy matches it
+            return request
         body = _body_of(target)
         if body:
             target.body = self._redact_body(content_type_of(header_items(target.headers)), body)
