@@ -190,6 +190,24 @@ class TestRequestsAdapter:
         assert again.status_code == 200
         assert again.headers["content-type"] == "application/json"
 
+    def test_iter_content_reads_a_replayed_stream_in_any_size(self, tmp_path: Path) -> None:
+        """`iter_content(n)` hands out pieces of at most n bytes that join to the stream."""
+        key = planted_key()
+        with FakeProvider() as fake:
+            calls("requests", mode="record", store=tmp_path, url=fake.url, key=key)
+            url = fake.url
+        with requests.Session() as session:
+            session.mount("http://", RequestsAdapter(FixtureDir(tmp_path), mode="replay",
+                                                     redactor=redactor_for(key)))
+            endpoint = f"{url}/v1/chat/completions"
+            body = chat_body(key, "streamed", stream=True)
+            with session.post(endpoint, json=body, stream=True) as response:
+                pieces = list(response.iter_content(chunk_size=7))
+            whole = session.post(endpoint, json=body).content
+        assert max(len(p) for p in pieces) <= 7
+        assert b"".join(pieces) == whole
+        assert whole.count(b"data: ") > 10
+
     def test_miss_names_the_call(self, tmp_path: Path) -> None:
         """A replay miss through a session is MissingFixtureError naming method and URL."""
         with requests.Session() as session:
