@@ -169,6 +169,9 @@ class FixtureTransport(_TransportBase):
         # serve clients on several loops (threads, consecutive `asyncio.run`s).
         self._owned: dict[str, Any] = {}
         self._owned_async: dict[object, dict[str, Any]] = {}
+        # One TLS context per library for all of them: building one loads the CA bundle
+        # (tenths of a second), which a new loop's pool would otherwise pay again.
+        self._tls: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -205,7 +208,9 @@ class FixtureTransport(_TransportBase):
             inner = owned.get(name)
             if inner is None:
                 factory = library.AsyncHTTPTransport if is_async else library.HTTPTransport
-                inner = owned[name] = factory()
+                if name not in self._tls:
+                    self._tls[name] = library.create_ssl_context()
+                inner = owned[name] = factory(verify=self._tls[name])
             return inner
 
     def close(self) -> None:
