@@ -150,6 +150,33 @@ class TestStreamsByWhatTheProviderDoes:
         assert outcomes == ["answer", "chunks"]
 
 
+def test_replayed_deltas_join_to_the_final_answer(tmp_path: Path) -> None:
+    """A key split across Responses-API deltas: replayed, the deltas joined equal the
+    whole text the same stream carries at its end (`output_text.done`, `completed`)."""
+    key = planted_key()
+    body = {"model": "gpt-fake", "stream": True, "input": f"say ECHO:{key}"}
+
+    def events(mode: str, secret: str, url: str) -> list[dict[str, Any]]:
+        transport = FixtureTransport(FixtureDir(tmp_path), mode=mode,  # type: ignore[arg-type]
+                                     redactor=redactor_for(secret))
+        sent = {**body, "input": f"say ECHO:{secret}"}
+        with httpx.Client(transport=transport) as client, client.stream(
+            "POST", f"{url}/v1/responses", json=sent, headers=headers_for(secret)
+        ) as response:
+            return [json.loads(line[5:]) for line in response.iter_lines()
+                    if line.startswith("data:")]
+
+    with FakeProvider(delta_size=3) as fake:
+        events("record", key, fake.url)
+        url = fake.url
+    replayed = events("replay", planted_key(), url)
+    deltas = "".join(e["delta"] for e in replayed if e["type"] == "response.output_text.delta")
+    (done,) = [e["text"] for e in replayed if e["type"] == "response.output_text.done"]
+    (completed,) = [e["response"]["output"][0]["content"][0]["text"] for e in replayed
+                    if e["type"] == "response.completed"]
+    assert deltas == done == completed == "Your token is [REDACTED] as requested."
+
+
 @pytest.mark.parametrize(
     ("recorder", "replayer"),
     [("requests", "httpx"), ("httpx", "requests"), ("httpx2", "aiohttp"), ("aiohttp", "httpx2")],
