@@ -198,3 +198,42 @@ class TestPlaceholders:
     def test_not_placeholders(self, value: str) -> None:
         """A credential part that is not a placeholder keeps the value a finding."""
         assert not is_placeholder(value)
+
+
+class TestJobs:
+    """`--jobs N` gives the same report, in the same order, as one process."""
+
+    def test_same_report(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """70 files (enough for worker processes): byte-identical JSON for -j 1 and -j 2."""
+        for index in range(70):
+            name = sorted(LEAKY)[index % len(LEAKY)]
+            shutil.copy(DATA / name, tmp_path / f"{index:02d}-{name}")
+        outputs = []
+        for command in ("audit", "check"):
+            for jobs in ("1", "2"):
+                code = main([command, "-j", jobs, "--format", "json", str(tmp_path)])
+                assert code == 1
+                outputs.append(capsys.readouterr().out)
+        assert outputs[0] == outputs[1]
+        assert outputs[2] == outputs[3]
+
+
+class TestVocabulary:
+    """One meaning per header name, in every command and format."""
+
+    @pytest.mark.parametrize(("name", "meaning"), [
+        ("openai-organization", "identifying-header"),
+        ("OpenAI-Project", "identifying-header"),
+        ("anthropic-organization-id", "identifying-header"),
+        ("anthropic-workspace-id", "identifying-header"),
+        ("x-goog-user-project", "identifying-header"),
+        ("x-ms-client-request-id", "identifying-header"),
+        ("set-cookie", "cookie"),
+        ("x-request-id", "request-id"),
+        ("content-type", None),
+    ])
+    def test_header_class(self, name: str, meaning: str | None) -> None:
+        """The header's meaning, whatever its case."""
+        from redactkey._vocabulary import header_class
+
+        assert header_class(name) == meaning

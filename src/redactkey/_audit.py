@@ -13,6 +13,7 @@ request fields and duplicate interactions.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
 from ._canonical import canonicalize, pointer_join
 from ._cassettes import Interaction, Recording
-from ._check import Checker, Target, Unreadable, begin
+from ._check import Checker, CheckerSpec, Target, Unreadable, begin
 from ._classify import RECORDING_SUFFIXES, inner_suffix
 from ._errors import FixtureFormatError
 from ._findings import InputProblem, Issue, Report
@@ -34,6 +35,7 @@ from ._format import (
     parse_fixture,
 )
 from ._keys import find_volatile, key_from_material
+from ._parallel import Outcome, run_files
 from ._readers import RECORDING_FORMATS
 from ._secrets import mask
 from ._store import kind_for_file_name
@@ -323,29 +325,52 @@ def load_unused_files(path: Path) -> frozenset[Path]:
     return frozenset((base / item).resolve() for item in unused)
 
 
+def audit_one(auditor: Auditor, target: Target) -> Outcome:
+    """The outcome of auditing one file, with the keys and fixture files it adds for the
+    tree-wide checks (in this process or a worker)."""
+    auditor.keys, auditor.fixture_files = {}, []
+    try:
+        issues, fmt = auditor.audit_target(target)
+    except Unreadable as exc:
+        return Outcome(target.display, unreadable=exc.problem)
+    except FixtureFormatError as exc:
+        return Outcome(target.display, problem=exc.problem)
+    return Outcome(target.display, fmt, issues, extra=(auditor.keys, auditor.fixture_files))
+
+
+def _audit_work(spec: CheckerSpec, unused: frozenset[Path]) -> Callable[[Target], Outcome]:
+    return functools.partial(audit_one, Auditor(spec.build(), unused=unused))
+
+
 def audit_paths(
     paths: Sequence[str],
     checker: Checker,
     *,
     unused: frozenset[Path] = frozenset(),
     progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
+    jobs: int = 1,
 ) -> Report:
-    """Run `redact audit` over directories (JSON and YAML files inside) and files."""
+    """Run `redact audit` over directories and files (`jobs` worker processes)."""
     report, targets = begin(paths, "audit", strict=checker.strict)
     auditor = Auditor(checker, unused=unused)
-    iterator: Iterable[Target] = progress(targets) if progress is not None else targets
+    worker = Auditor(checker, unused=unused)
+    factory = functools.partial(_audit_work, checker.spec, unused) \
+        if checker.spec is not None else None
     found: list[Issue] = []
-    for target in iterator:
-        try:
-            issues, fmt = auditor.audit_target(target)
-        except Unreadable as exc:
-            report.skip(target.display, exc.problem, finding=True)
+    for outcome in run_files(targets, functools.partial(audit_one, worker), jobs=jobs,
+                             factory=factory, progress=progress):
+        if outcome.unreadable is not None:
+            report.skip(outcome.display, outcome.unreadable, finding=True)
             continue
-        except FixtureFormatError as exc:
-            report.problems.append(InputProblem(target.display, exc.problem))
+        if outcome.problem is not None:
+            report.problems.append(InputProblem(outcome.display, outcome.problem))
             continue
-        found.extend(issues)
-        report.read(target.display, fmt)
+        found.extend(outcome.issues)
+        report.read(outcome.display, outcome.format or "text")
+        keys, fixture_files = outcome.extra
+        for key, places in keys.items():
+            auditor.keys.setdefault(key, []).extend(places)
+        auditor.fixture_files.extend(fixture_files)
     found.extend(auditor.finish())
     for issue in found:
         if checker.allowlisted(issue):

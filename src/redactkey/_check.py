@@ -8,9 +8,11 @@ Exit codes: 0 clean, 1 findings, 2 usage error or unreadable input.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from ._cassettes import Recording, resolve_pointer
 from ._classify import (
@@ -24,6 +26,7 @@ from ._classify import (
 from ._config import Config
 from ._errors import FixtureFormatError, SecretError, UsageError
 from ._findings import InputProblem, Issue, Report
+from ._parallel import Outcome, run_files
 from ._placeholders import AUTH_SCHEMES, looks_redacted
 from ._readers import header_sites, read_recording
 from ._redact import Redactor, shown_pointer
@@ -33,10 +36,12 @@ from ._vocabulary import COOKIE_HEADERS, header_class
 __all__ = [
     "STRUCTURED_SUFFIXES",
     "Checker",
+    "CheckerSpec",
     "Target",
     "Unreadable",
     "begin",
     "build_redactor",
+    "check_one",
     "check_paths",
     "progress_bar",
 ]
@@ -67,6 +72,24 @@ def _last_name(pointer: str) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class CheckerSpec:
+    """How to build a `Checker` again in another process (`--jobs`): the configuration and
+    the names of the secrets, never their values (each process reads its environment)."""
+
+    config: Config
+    secret_env: tuple[str, ...] = ()
+    normalise: bool = True
+    strict: bool = False
+
+    def build(self) -> Checker:
+        """A checker over this process's environment secrets."""
+        redactor = build_redactor(self.config, secret_env=self.secret_env)
+        checker = Checker(redactor, self.config, normalise=self.normalise, strict=self.strict)
+        checker.spec = self
+        return checker
+
+
 class Checker:
     """Scans files for secrets with a `Redactor` (detectors, the configured extra detectors,
     credential-named fields, run secrets); third-party placeholders count as redacted."""
@@ -76,6 +99,7 @@ class Checker:
         self.redactor = redactor
         self.config = config
         self.strict = strict  # `--strict`: files that cannot be read are errors
+        self.spec: CheckerSpec | None = None  # how workers rebuild it (`--jobs`)
         # False: JSON files are scanned as parsed, without building interactions (check)
         self.normalise = normalise
 
@@ -265,26 +289,43 @@ def build_redactor(
                     extra_patterns=config.extra_patterns())
 
 
+def check_one(checker: Checker, target: Target) -> Outcome:
+    """The outcome of checking one file (in this process or a worker)."""
+    try:
+        issues, recording = checker.check_target(target)
+    except Unreadable as exc:
+        return Outcome(target.display, unreadable=exc.problem)
+    except FixtureFormatError as exc:
+        return Outcome(target.display, problem=exc.problem)
+    return Outcome(target.display, recording.format if recording is not None else "text",
+                   issues)
+
+
+def _check_work(spec: CheckerSpec) -> Callable[[Target], Outcome]:
+    return functools.partial(check_one, spec.build())
+
+
 def check_paths(
     paths: Sequence[str],
     checker: Checker,
     *,
     progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
+    jobs: int = 1,
 ) -> Report:
-    """Run `redact check` over files and directories."""
+    """Run `redact check` over files and directories (`jobs` worker processes)."""
     report, targets = begin(paths, "check", strict=checker.strict)
-    iterator: Iterable[Target] = progress(targets) if progress is not None else targets
-    for target in iterator:
-        try:
-            issues, cassette = checker.check_target(target)
-        except Unreadable as exc:
-            report.skip(target.display, exc.problem, finding=True)
+    factory = functools.partial(_check_work, checker.spec) if checker.spec is not None \
+        else None
+    for outcome in run_files(targets, functools.partial(check_one, checker), jobs=jobs,
+                             factory=factory, progress=progress):
+        if outcome.unreadable is not None:
+            report.skip(outcome.display, outcome.unreadable, finding=True)
             continue
-        except FixtureFormatError as exc:
-            report.problems.append(InputProblem(target.display, exc.problem))
+        if outcome.problem is not None:
+            report.problems.append(InputProblem(outcome.display, outcome.problem))
             continue
-        report.read(target.display, cassette.format if cassette is not None else "text")
-        for issue in issues:
+        report.read(outcome.display, outcome.format or "text")
+        for issue in outcome.issues:
             if checker.allowlisted(issue):
                 report.allowed += 1
             else:

@@ -11,11 +11,12 @@ from pathlib import Path
 import click
 
 from ._canonical import canonicalize
-from ._check import Checker, build_redactor, check_paths, progress_bar
+from ._check import Checker, CheckerSpec, build_redactor, check_paths, progress_bar
 from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
 from ._findings import EXIT_OK, EXIT_USAGE, Report
 from ._keys import key_from_material, key_material
+from ._parallel import default_jobs
 from ._redact import MAX_NESTING, nesting_exceeds
 from ._render import render
 from ._store import atomic_write
@@ -99,6 +100,9 @@ _STRICT = click.option("--strict", is_flag=True,
                        help="A file that may hold a recording but cannot be read (over the "
                             "size cap, corrupt gzip, undecodable body) is an error, not a "
                             "warning.")
+_JOBS = click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), default=None,
+                     help="Read files in N worker processes (default: the machine's cores); "
+                          "the report is the same, in the same order.")
 _VERBOSE = click.option("--verbose", "-v", is_flag=True,
                         help="Also list notes (request ids) in the text report.")
 
@@ -115,7 +119,9 @@ def _setup(config_path: Path | None, secret_env: Sequence[str],
                                   warn=lambda text: click.echo(f"redact: {text}", err=True))
     except RedactkeyError as exc:
         raise InputFailure(str(exc)) from None
-    return config, Checker(redactor, config, normalise=normalise, strict=strict)
+    checker = Checker(redactor, config, normalise=normalise, strict=strict)
+    checker.spec = CheckerSpec(config, tuple(secret_env), normalise, strict)
+    return config, checker
 
 
 def _emit(report: Report, fmt: str, output: Path | None, color: bool | None,
@@ -180,9 +186,10 @@ def key(kind: str, material: bool, redact: bool, secret_env: tuple[str, ...],
 @_COLOR
 @_EXIT_ZERO
 @_STRICT
+@_JOBS
 def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
           config_path: Path | None, output: Path | None, color: bool | None,
-          exit_zero: bool, strict: bool) -> int:
+          exit_zero: bool, strict: bool, jobs: int | None) -> int:
     """Find unredacted secrets in FILES (fixtures, cassettes, any text): the pre-commit hook.
 
     Prints `path:line: rule (slot) masked-preview` per finding. Exit 0 clean,
@@ -193,7 +200,8 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     # the same reading as audit and scrub: bodies decoded, so the three agree
     _config, checker = _setup(config_path, secret_env, strict=strict)
     with progress_bar(color) as advance:
-        report = check_paths(files, checker, progress=advance)
+        report = check_paths(files, checker, progress=advance,
+                             jobs=jobs if jobs is not None else default_jobs())
     return _emit(report, fmt, output, color, exit_zero=exit_zero)
 
 
@@ -207,13 +215,15 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
 @_VERBOSE
 @_EXIT_ZERO
 @_STRICT
+@_JOBS
 @click.option("--run-report", "run_report", type=click.Path(dir_okay=False, path_type=Path),
               default=None,
               help="A run report (.redactkey-report.json from the pytest plugin): the fixtures "
                    "it lists as unused are reported.")
 def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
           config_path: Path | None, output: Path | None, color: bool | None,
-          verbose: bool, exit_zero: bool, strict: bool, run_report: Path | None) -> int:
+          verbose: bool, exit_zero: bool, strict: bool, jobs: int | None,
+          run_report: Path | None) -> int:
     """Audit fixture directories and recorded-HTTP cassettes under PATHS.
 
     Checks secrets, identifying headers, cookies, volatile values, keys vs file
@@ -232,7 +242,8 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
         except RedactkeyError as exc:
             raise InputFailure(str(exc)) from None
     with progress_bar(color) as advance:
-        report = audit_paths(paths, checker, unused=unused, progress=advance)
+        report = audit_paths(paths, checker, unused=unused, progress=advance,
+                             jobs=jobs if jobs is not None else default_jobs())
     return _emit(report, fmt, output, color, verbose, exit_zero)
 
 

@@ -9,9 +9,14 @@ __all__ = ["COOKIE_HEADERS", "IDENTIFYING_HEADERS", "header_class"]
 
 IDENTIFYING_HEADERS = frozenset({
     "openai-organization", "openai-project", "anthropic-organization-id",
-    "x-organization-id", "openai-org", "x-openai-organization",
+    "anthropic-workspace-id", "x-organization-id", "openai-org", "x-openai-organization",
+    # Azure: a client request id ties calls to a caller's account and tooling
+    "x-ms-client-request-id",
 })
-_IDENTIFYING_SHAPE = re.compile(r"(?:^|-)organi[sz]ation(?:-id)?$|(?:^|-)project-id$")
+_IDENTIFYING_SHAPE = re.compile(
+    r"(?:^|-)organi[sz]ation(?:-id)?$|(?:^|-)project-id$|(?:^|-)workspace-id$"
+    r"|^x-goog-(?:user-)?project|^x-goog-.*project-id$"
+)
 COOKIE_HEADERS = frozenset({"cookie", "set-cookie", "set-cookie2"})
 _REQUEST_ID_SHAPE = re.compile(
     r"^(?:x-)?(?:[a-z0-9]+-)*request-?id$|^x-amzn-requestid$|^x-amz-request-id$"
