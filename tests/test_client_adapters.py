@@ -104,7 +104,7 @@ class TestStreamsByWhatTheProviderDoes:
         a key split across lines redacted once."""
         key = planted_key()
         body = {"model": "llama-fake", "messages": [{"role": "user", "content": f"ECHO:{key}"}]}
-        with FakeProvider(pause=0.1) as fake:
+        with FakeProvider(pause=0.03) as fake:
             recorded, first = _lines(client, tmp_path, "record", f"{fake.url}/api/chat", body,
                                      {}, key)
             last_written = fake.written[-1]
@@ -128,7 +128,7 @@ class TestStreamsByWhatTheProviderDoes:
         key = planted_key()
         body = {"contents": [{"role": "user", "parts": [{"text": f"ECHO:{key}"}]}]}
         path = "/v1beta/models/gemini-fake:streamGenerateContent?alt=sse"
-        with FakeProvider(pause=0.1) as fake:
+        with FakeProvider(pause=0.03) as fake:
             recorded, first = _lines(client, tmp_path, "record", fake.url + path, body,
                                      {"accept": "*/*"}, key)
             last_written = fake.written[-1]
