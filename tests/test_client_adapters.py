@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import subprocess
 import sys
 import time
@@ -36,6 +37,7 @@ from redactkey import (
     FixtureDir,
     FixtureTransport,
     MissingFixtureError,
+    Redactor,
     RequestsAdapter,
     UsageError,
     aiohttp_session,
@@ -139,6 +141,30 @@ class TestStreamsByWhatTheProviderDoes:
         assert all("json" in event for event in fixture["chunks"][1:])
         replayed, _ = _lines(client, tmp_path, "replay", url + path, body, {"accept": "*/*"}, key)
         assert len(replayed) == len(recorded)
+
+    def test_undeclared_stream_with_a_credential_learned_from_the_request(
+        self, tmp_path: Path
+    ) -> None:
+        """A token sent only as `x-api-key` and echoed in an NDJSON stream: replay with
+        another token finds the stream (the key is computed as the call computes it)."""
+        def ask(mode: str, token: str, url: str) -> list[str]:
+            body = {"model": "llama-fake",
+                    "messages": [{"role": "user", "content": f"ECHO:{token}"}]}
+            transport = FixtureTransport(FixtureDir(tmp_path), mode=mode,  # type: ignore[arg-type]
+                                         redactor=Redactor())
+            with httpx.Client(transport=transport) as client, client.stream(
+                "POST", f"{url}/api/chat", json=body, headers={"x-api-key": token}
+            ) as response:
+                return [line for line in response.iter_lines() if line]
+
+        token = "tooltok-" + secrets.token_hex(12)
+        with FakeProvider() as fake:
+            recorded = ask("record", token, fake.url)
+            url = fake.url
+        replayed = ask("replay", "tooltok-" + secrets.token_hex(12), url)
+        assert len(replayed) == len(recorded)
+        text = "".join(json.loads(line)["message"]["content"] for line in replayed)
+        assert text == "Your token is [REDACTED] as requested."
 
     def test_a_whole_answer_stays_whole(self, tmp_path: Path) -> None:
         """A JSON answer to a request that asked for no stream is stored as one answer."""

@@ -355,10 +355,7 @@ class HttpFixtures:
         if refuses_stream(document):
             return False
         if self.mode in ("replay", "auto"):
-            from ._keys import request_key
-
-            key = request_key(KIND, document, spec=self.spec, redactor=self.redactor)
-            fixture = self.store.get(KIND, key)
+            fixture = self.store.get(KIND, self.fixtures.key_of(KIND, document))
             if fixture is not None:
                 return fixture.outcome == "chunks"
             if self.mode == "replay":

@@ -361,6 +361,11 @@ class ModelFixtures:
         material = key_material(kind, request, spec=spec or self.spec, redactor=self.redactor)
         return _Call(kind, material, key_from_material(material))
 
+    def key_of(self, kind: str, request: Any, *, spec: KeySpec | None = None) -> str:
+        """The key a call of `request` is stored under, computed as `call` and `stream`
+        compute it (the credentials it sends by name learned first)."""
+        return self._key(kind, request, spec).key
+
     def _warn_volatile(self, call: _Call) -> None:
         for found in find_volatile(call.material):
             warn_at_caller(VolatileValueWarning(call.kind, found.pointer, found.reason))
