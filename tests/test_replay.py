@@ -746,3 +746,39 @@ class TestRealRedactor:
         calls = ModelFixtures(FixtureDir(tmp_path), mode="record")
         calls.call("text", {"prompt": f"use {value}"}, lambda: f"ok {value}")
         assert value not in next(tmp_path.iterdir()).read_text()
+
+
+class TestKeyOf:
+    """`key_of` gives the key a call uses, and the next call of that request reuses it."""
+
+    class Counting(FakeRedactor):
+        """Counts how often a request is keyed (`learn` runs once per keying)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.keyed = 0
+
+        def learn(self, request: Any) -> int:
+            self.keyed += 1
+            return 0
+
+    def test_the_next_call_of_the_same_request_is_keyed_once(self, tmp_path: Path) -> None:
+        """key_of then call of the same object: one keying, and the key the call wrote."""
+        redactor = self.Counting()
+        calls = fixtures(tmp_path, "record", redactor=redactor)
+        request = dict(REQUEST)
+        key = calls.key_of("chat", request)
+        calls.call("chat", request, Live({"ok": True}))
+        assert (tmp_path / f"@model.chat.{key}.json").is_file()
+        assert redactor.keyed == 1
+
+    def test_another_request_is_keyed_afresh(self, tmp_path: Path) -> None:
+        """The reuse is for that one object only: an equal copy, or a later call, keys again."""
+        redactor = self.Counting()
+        calls = fixtures(tmp_path, "record", redactor=redactor)
+        request = dict(REQUEST)
+        key = calls.key_of("chat", request)
+        calls.call("chat", dict(REQUEST), Live({"ok": True}))
+        calls.call("chat", request, Live({"ok": True}))
+        assert redactor.keyed == 3
+        assert (tmp_path / f"@model.chat.{key}.json").is_file()

@@ -331,6 +331,7 @@ class ModelFixtures:
         self.how_to_record = how_to_record or self._how_to_record()
         self._recorded: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
+        self._keyed = threading.local()  # see key_of
         self._validators: dict[str, Any] = {}
         self.verify_rules = verify if verify is not None else VerifyRules()
         self.on_drift = on_drift
@@ -352,6 +353,11 @@ class ModelFixtures:
                 f"or {MODE_ENV}=record, and run again")
 
     def _key(self, kind: str, request: Any, spec: KeySpec | None) -> _Call:
+        last = getattr(self._keyed, "last", None)
+        if last is not None:
+            self._keyed.last = None  # one use only, whatever comes next
+            if last[0] == kind and last[1] is request and last[2] is spec:
+                return last[3]  # type: ignore[no-any-return]
         self.store.path_for(kind, "0" * 64)  # refuse a bad kind before anything else
         # Credentials the request sends by name (a key from a config file or a constructor
         # argument, not only the environment) join the run secrets before anything is
@@ -363,8 +369,14 @@ class ModelFixtures:
 
     def key_of(self, kind: str, request: Any, *, spec: KeySpec | None = None) -> str:
         """The key a call of `request` is stored under, computed as `call` and `stream`
-        compute it (the credentials it sends by name learned first)."""
-        return self._key(kind, request, spec).key
+        compute it (the credentials it sends by name learned first).
+
+        The very next `call` / `stream` (or async twin) in this thread, if it is of this
+        same request object, unchanged, reuses the work instead of keying it again.
+        """
+        call = self._key(kind, request, spec)
+        self._keyed.last = (kind, request, spec, call)
+        return call.key
 
     def _warn_volatile(self, call: _Call) -> None:
         for found in find_volatile(call.material):
