@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from redactkey._cli import main
@@ -306,6 +306,8 @@ class TestCheckNeverPrintsSecrets:
         """The key is reported (exit 1) and no 8 characters of its random part are printed."""
         prefix, length = _SHAPES[shape]
         key = prefix + suffix[:length]
+        # one repeated character (`sk-0000…`) is a placeholder, not a finding
+        assume(len(set(suffix[:length])) > 2)
         text = leaky_cassette().replace(f"Bearer {FAKE_OPENAI}", "AUTHORIZATION-XXX")
         if where == "header":
             text = text.replace("AUTHORIZATION-XXX", f"Bearer {key}")

@@ -8,11 +8,15 @@ Exit codes: 0 clean, 1 findings, 2 usage error or unreadable input.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ._cassettes import Recording, resolve_pointer
 from ._classify import (
@@ -24,8 +28,9 @@ from ._classify import (
     walk,
 )
 from ._config import Config
+from ._detectors import NEAR_MISS_RULES
 from ._errors import FixtureFormatError, SecretError, UsageError
-from ._findings import InputProblem, Issue, Report
+from ._findings import InputProblem, Issue, Report, value_tag
 from ._parallel import Outcome, run_files
 from ._placeholders import AUTH_SCHEMES, looks_redacted
 from ._readers import header_sites, read_recording
@@ -81,13 +86,19 @@ class CheckerSpec:
     secret_env: tuple[str, ...] = ()
     normalise: bool = True
     strict: bool = False
+    tagging: bool = False
 
     def build(self) -> Checker:
         """A checker over this process's environment secrets."""
         redactor = build_redactor(self.config, secret_env=self.secret_env)
         checker = Checker(redactor, self.config, normalise=self.normalise, strict=self.strict)
+        checker.tagging = self.tagging
         checker.spec = self
         return checker
+
+
+# An inline suppression on the line of a finding: ours, detect-secrets' and gitleaks'.
+INLINE_PRAGMA = re.compile(r"redact:\s*allow|pragma:\s*allowlist[ -]secret|gitleaks:allow")
 
 
 class Checker:
@@ -102,6 +113,8 @@ class Checker:
         self.spec: CheckerSpec | None = None  # how workers rebuild it (`--jobs`)
         # False: JSON files are scanned as parsed, without building interactions (check)
         self.normalise = normalise
+        # True: issues carry a value tag, so a baseline notices a changed value
+        self.tagging = False
 
     # -- entry points ---------------------------------------------------------------
 
@@ -127,11 +140,19 @@ class Checker:
                                         f"{exc.problem}"))
                     return issues, None
         if recording is not None:
-            issues = self.scan_cassette(recording, target.display)
+            issues = _inline(self.scan_cassette(recording, target.display), text)
             issues.extend(self.unreadable_issue(target.display, problem)
                           for problem in recording.problems)
             return issues, recording
-        return self.scan_text(text, target.display), None
+        return _inline(self.scan_text(text, target.display), text), None
+
+    def _issue(self, issue: Issue, value: str) -> Issue:
+        """A finding as reported: a near miss is a warning; with a baseline, a value tag."""
+        if issue.rule in NEAR_MISS_RULES:
+            issue = dataclasses.replace(issue, severity="warning")
+        if self.tagging:
+            issue = dataclasses.replace(issue, tag=value_tag(value, issue.fingerprint))
+        return issue
 
     def unreadable_issue(self, display: str, problem: str) -> Issue:
         """An `unreadable-file` finding: a warning, an error with `--strict`."""
@@ -161,8 +182,9 @@ class Checker:
             if segment and self.dismissed(finding.rule, segment):
                 continue
             line = text.count("\n", 0, finding.start) + 1
-            issues.append(Issue(display, line, finding.rule, pointer="",
-                                slot=finding.slot, preview=finding.preview))
+            issues.append(self._issue(Issue(display, line, finding.rule, pointer="",
+                                            slot=finding.slot, preview=finding.preview),
+                                      segment))
         return issues
 
     def scan_cassette(self, cassette: Recording, display: str) -> list[Issue]:
@@ -185,8 +207,11 @@ class Checker:
                 slot = slot or name
             offset = finding.start if isinstance(value, str) else None
             line = cassette.line_for(finding.pointer, offset)
-            issues.append(Issue(display, line, rule, pointer=self.masked_pointer(finding.pointer),
-                                slot=slot, preview=finding.preview))
+            shown = (value[finding.start:finding.end] if finding.end > finding.start else value) \
+                if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+            issues.append(self._issue(
+                Issue(display, line, rule, pointer=self.masked_pointer(finding.pointer),
+                      slot=slot, preview=finding.preview), shown))
         reported = {issue.pointer for issue in issues}
         issues.extend(self.header_issues(cassette, display, reported))
         if cassette.text.lstrip()[:1] not in ("{", "["):
@@ -196,8 +221,9 @@ class Checker:
                     for finding in self.redactor.findings(comment):
                         segment = comment[finding.start:finding.end]
                         if not self.dismissed(finding.rule, segment):
-                            issues.append(Issue(display, number, finding.rule,
-                                                slot=finding.slot, preview=finding.preview))
+                            issues.append(self._issue(
+                                Issue(display, number, finding.rule, slot=finding.slot,
+                                      preview=finding.preview), segment))
         return issues
 
     def header_issues(self, recording: Recording, display: str,
@@ -224,9 +250,9 @@ class Checker:
                 preview = mask(value)
             else:
                 preview = None
-            issues.append(Issue(display, recording.line_for(pointer), cls,
-                                pointer=self.masked_pointer(pointer), slot=name,
-                                preview=preview))
+            issues.append(self._issue(Issue(display, recording.line_for(pointer), cls,
+                                            pointer=self.masked_pointer(pointer), slot=name,
+                                            preview=preview), value))
         return issues
 
     def masked_pointer(self, pointer: str) -> str:
@@ -289,6 +315,71 @@ def build_redactor(
                     extra_patterns=config.extra_patterns())
 
 
+def _inline(issues: list[Issue], text: str) -> list[Issue]:
+    """Issues minus those on a line that carries an inline pragma (`redact: allow`,
+    `pragma: allowlist secret`, `gitleaks:allow`)."""
+    if not issues or INLINE_PRAGMA.search(text) is None:
+        return issues
+    lines = text.splitlines()
+    return [i for i in issues
+            if not (0 < i.line <= len(lines) and INLINE_PRAGMA.search(lines[i.line - 1]))]
+
+
+BASELINE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Findings accepted as they are: (path, rule, fingerprint, value tag), never a value.
+
+    A finding is in the baseline while its place, rule, preview and value tag are the
+    same; a new value at the same place gets a new tag and is reported again.
+    """
+
+    entries: frozenset[tuple[str, str, str, str]]
+
+    @classmethod
+    def of(cls, issues: Iterable[Issue]) -> Baseline:
+        """The baseline accepting `issues`."""
+        return cls(frozenset((i.path, i.rule, i.fingerprint, i.tag) for i in issues))
+
+    def __contains__(self, issue: object) -> bool:
+        return isinstance(issue, Issue) and (
+            issue.path, issue.rule, issue.fingerprint, issue.tag) in self.entries
+
+    def to_bytes(self) -> bytes:
+        """The baseline file: canonical JSON, sorted, with a trailing newline."""
+        rows = [{"path": p, "rule": r, "fingerprint": f, "tag": t}
+                for p, r, f, t in sorted(self.entries)]
+        doc = {"version": BASELINE_VERSION, "tool": "redactkey", "findings": rows}
+        return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> Baseline:
+        """Read a baseline written by `redact check --write-baseline`."""
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise UsageError(f"baseline {path}: cannot read it: {exc.strerror or exc}") \
+                from None
+        except ValueError as exc:
+            raise UsageError(f"baseline {path}: not JSON ({exc}); write it again with "
+                             "`redact check --write-baseline`") from None
+        if not isinstance(doc, dict) or doc.get("version") != BASELINE_VERSION:
+            raise UsageError(f"baseline {path}: not a version {BASELINE_VERSION} redactkey "
+                             "baseline; write it again with `redact check --write-baseline`")
+        rows = doc.get("findings")
+        keys = ("path", "rule", "fingerprint", "tag")
+        if not isinstance(rows, list) or not all(
+            isinstance(row, dict) and all(isinstance(row.get(k), str) for k in keys)
+            for row in rows
+        ):
+            raise UsageError(f"baseline {path}: /findings must be a list of "
+                             "{path, rule, fingerprint, tag} strings")
+        return cls(frozenset((row["path"], row["rule"], row["fingerprint"], row["tag"])
+                             for row in rows))
+
+
 def check_one(checker: Checker, target: Target) -> Outcome:
     """The outcome of checking one file (in this process or a worker)."""
     try:
@@ -311,8 +402,10 @@ def check_paths(
     *,
     progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
     jobs: int = 1,
+    baseline: Baseline | None = None,
 ) -> Report:
-    """Run `redact check` over files and directories (`jobs` worker processes)."""
+    """Run `redact check` over files and directories (`jobs` worker processes); findings
+    in `baseline` are passed over (counted as allowed)."""
     report, targets = begin(paths, "check", strict=checker.strict)
     factory = functools.partial(_check_work, checker.spec) if checker.spec is not None \
         else None
@@ -326,7 +419,7 @@ def check_paths(
             continue
         report.read(outcome.display, outcome.format or "text")
         for issue in outcome.issues:
-            if checker.allowlisted(issue):
+            if checker.allowlisted(issue) or (baseline is not None and issue in baseline):
                 report.allowed += 1
             else:
                 report.issues.append(issue)

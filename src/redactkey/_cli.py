@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 import click
 
 from ._canonical import canonicalize
-from ._check import Checker, CheckerSpec, build_redactor, check_paths, progress_bar
+from ._check import Baseline, Checker, CheckerSpec, build_redactor, check_paths, progress_bar
 from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
 from ._findings import EXIT_OK, EXIT_USAGE, Report
@@ -187,21 +188,51 @@ def key(kind: str, material: bool, redact: bool, secret_env: tuple[str, ...],
 @_EXIT_ZERO
 @_STRICT
 @_JOBS
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None,
+              help="Report only findings not in this baseline (written by --write-baseline).")
+@click.option("--write-baseline", "write_baseline",
+              type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write every current finding to this baseline file (fingerprints only, "
+                   "never values) and exit 0.")
 def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
           config_path: Path | None, output: Path | None, color: bool | None,
-          exit_zero: bool, strict: bool, jobs: int | None) -> int:
+          exit_zero: bool, strict: bool, jobs: int | None, baseline_path: Path | None,
+          write_baseline: Path | None) -> int:
     """Find unredacted secrets in FILES (fixtures, cassettes, any text): the pre-commit hook.
 
     Prints `path:line: rule (slot) masked-preview` per finding. Exit 0 clean,
-    1 findings, 2 usage error or unreadable input.
+    1 findings, 2 usage error or unreadable input. A line holding `redact: allow`
+    (or `pragma: allowlist secret`, `gitleaks:allow`) is passed over.
     """
     if not files:
         raise click.UsageError("give the files or directories to check")
     # the same reading as audit and scrub: bodies decoded, so the three agree
     _config, checker = _setup(config_path, secret_env, strict=strict)
+    baseline = None
+    if baseline_path is not None or write_baseline is not None:
+        checker.tagging = True
+        if checker.spec is not None:
+            checker.spec = dataclasses.replace(checker.spec, tagging=True)
+    if baseline_path is not None and write_baseline is None:
+        try:
+            baseline = Baseline.load(baseline_path)
+        except RedactkeyError as exc:
+            raise InputFailure(str(exc)) from None
     with progress_bar(color) as advance:
-        report = check_paths(files, checker, progress=advance,
+        # writing a baseline records every current finding, the baselined ones too
+        report = check_paths(files, checker, progress=advance, baseline=baseline,
                              jobs=jobs if jobs is not None else default_jobs())
+    if write_baseline is not None and not report.problems:
+        accepted = Baseline.of(report.issues)
+        try:
+            atomic_write(write_baseline, accepted.to_bytes())
+        except OSError as exc:
+            raise InputFailure(f"{write_baseline}: cannot write the baseline: "
+                               f"{exc.strerror or exc}") from None
+        click.echo(f"redact: wrote {len(accepted.entries)} findings to {write_baseline}",
+                   err=True)
+        return 0
     return _emit(report, fmt, output, color, exit_zero=exit_zero)
 
 

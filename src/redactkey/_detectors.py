@@ -67,6 +67,7 @@ with _host_state_kept():
 
 __all__ = [
     "DEFAULT_RULES",
+    "NEAR_MISS_RULES",
     "Detectors",
     "Rule",
     "Span",
@@ -111,6 +112,7 @@ class Rule:
     examples: tuple[str, ...] = field(default=(), compare=False)
     not_examples: tuple[str, ...] = field(default=(), compare=False)
     ids: bool = False
+    near_miss: bool = False
 
 
 # Token characters: a key glued to more of them is part of something bigger (a slug, a blob).
@@ -150,6 +152,7 @@ def rule(
     ids: bool = False,
     flags: int = 0,
     bounded: bool = False,
+    near_miss: bool = False,
 ) -> Rule:
     """Declare one of our rules. The pattern starts with a literal (so the regex engine can
     jump to it) and is bounded everywhere: its cost grows linearly with the text."""
@@ -164,6 +167,7 @@ def rule(
         examples=tuple(examples),
         not_examples=tuple(not_examples),
         ids=ids,
+        near_miss=near_miss,
     )
 
 
@@ -630,6 +634,38 @@ _OWN_RULES: tuple[Rule, ...] = (
 )
 
 
+def _near(name: str, prefixes: Sequence[str], body: str, example: str) -> Rule:
+    """A provider's prefix before a body of the wrong length: not a working key as it
+    stands (a typo, a truncated paste, a made-up sample), so `redact check` warns instead
+    of failing; the `Redactor` still replaces it."""
+    return rule(
+        name + "-near-miss", _lead(*prefixes) + "(?:" + body + ")", keywords=prefixes,
+        shape=f"`{prefixes[0]}` with the wrong length (a warning in `redact check`)",
+        examples=(example,), near_miss=True,
+    )
+
+
+# Near misses: the lengths around each fixed-length shape the rules above miss.
+_NEAR_MISS_RULES: tuple[Rule, ...] = (
+    _near("openai-api-key", ("sk-proj-", "sk-svcacct-", "sk-admin-"), r"[A-Za-z0-9_\-]{10,19}",
+          "sk-" + "proj-" + fake(14, seed="nm-openai")),
+    _near("anthropic-api-key", ("sk-ant-",), r"[A-Za-z0-9_\-]{10,19}",
+          "sk-" + "ant-api03-" + fake(6, seed="nm-anthropic")),
+    _near("google-api-key", ("AIza",), r"[0-9A-Za-z_\-]{24,34}|[0-9A-Za-z_\-]{36,44}",
+          "AI" + "za" + fake(30, seed="nm-google")),
+    _near("github-token", ("ghp_", "gho_", "ghu_", "ghr_"), r"[A-Za-z0-9]{20,35}",
+          "gh" + "p_" + fake(30, seed="nm-github")),
+    _near("aws-access-key-id", ("AKIA", "ASIA"), r"[A-Z0-9]{12,15}|[A-Z0-9]{17,20}",
+          "AK" + "IA" + fake(14, _UPPER, seed="nm-aws")),
+    _near("huggingface-token", ("hf_",), r"[A-Za-z0-9]{24,33}|[A-Za-z0-9]{35,40}",
+          "hf" + "_" + fake(30, string.ascii_letters, seed="nm-hf")),
+    _near("groq-api-key", ("gsk_",), r"[A-Za-z0-9]{24,39}",
+          "gs" + "k_" + fake(30, seed="nm-groq")),
+    _near("stripe-key", ("sk_live_",), r"[0-9A-Za-z]{6,9}",
+          "sk" + "_live_" + fake(8, seed="nm-st")),
+)
+
+
 def _ds(
     name: str,
     plugin: type,
@@ -697,7 +733,9 @@ _DS_RULES: tuple[Rule, ...] = (
          examples=("SK" + fake(32, _HEXDIGITS, seed="tw"),)),
 )
 
-DEFAULT_RULES: tuple[Rule, ...] = _OWN_RULES + _DS_RULES
+DEFAULT_RULES: tuple[Rule, ...] = _OWN_RULES + _NEAR_MISS_RULES + _DS_RULES
+#: Rule names whose findings are near misses (warnings in `redact check`).
+NEAR_MISS_RULES: frozenset[str] = frozenset(r.name for r in DEFAULT_RULES if r.near_miss)
 
 
 # --- a guard for patterns we did not write -------------------------------------------

@@ -26,6 +26,7 @@ __all__ = [
     "Report",
     "Severity",
     "rule_for",
+    "value_tag",
 ]
 
 EXIT_OK = 0
@@ -114,11 +115,26 @@ RULES: dict[str, FindingRule] = _rules(
 )
 
 
+def value_tag(value: str, salt: str) -> str:
+    """8 hex characters that change when `value` changes: a slow salted hash cut to 32 bits.
+    Too short to identify a credential (billions of values share each tag), long enough
+    that a new value at the same place almost surely gets a new one."""
+    digest = hashlib.pbkdf2_hmac("sha256", value.encode("utf-8", "surrogateescape"),
+                                 f"redactkey-baseline-v1\0{salt}".encode(), 20_000)
+    return digest[:4].hex()
+
+
 def rule_for(rule_id: str) -> FindingRule:
     """The rule description, with a generic one for detector rules."""
     known = RULES.get(rule_id)
     if known is not None:
         return known
+    if rule_id.endswith("-near-miss"):
+        return FindingRule(rule_id, "secret", "warning",
+                    "a provider's key prefix with the wrong length: a typo, a truncated paste "
+                    "or a made-up sample, not a working key as it stands",
+                    "replace it with a placeholder (`redact scrub --write`); if it was a real "
+                    "key, rotate it")
     return FindingRule(rule_id, "secret", "error",
                 f"a value matching the {rule_id} secret detector",
                 "replace it with a placeholder (`redact scrub --write`) and rotate it; "
@@ -137,6 +153,8 @@ class Issue:
     preview: str | None = None
     detail: str = ""
     severity: Severity | None = None
+    # Changes when the value changes; never identifies it (see `value_tag`). Baselines only.
+    tag: str = field(default="", compare=False)
 
     @property
     def level(self) -> Severity:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "AUTH_SCHEMES",
+    "DOCUMENTED_EXAMPLES",
     "PLACEHOLDER_STYLES",
     "PlaceholderStyle",
     "is_placeholder",
@@ -39,11 +40,47 @@ _THIRD_PARTY_PLACEHOLDERS = frozenset(
         "api_key", "api-key", "your-token", "your_token", "<token>", "<password>",
     )
 )
+# Keys that providers print in their own documentation (AWS's EXAMPLE pair, Stripe's
+# public test key, the Firebase SDK's demo API keys): public, and never a leak.
+DOCUMENTED_EXAMPLES = frozenset(
+    {
+        "AKIAIOSFODNN7EXAMPLE",
+        "AKIAI44QH8DHBEXAMPLE",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+        "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+        "pk_test_TYooMQauvdEDq54NiTphI7jx",
+        "AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
+        "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+        "AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM",
+        "AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
+        "AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0",
+        "AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A",
+        "AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c",
+        "AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
+        "AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY",
+        "AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM",
+        "AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ",
+        "AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
+        "AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU",
+        "AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw",
+        "AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE",
+        "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
+    }
+)
+# A provider prefix (`ghp_`, `sk-proj-`, `xoxb-`) in front of a body that is no key.
+_PREFIX = re.compile(r"^(?:[A-Za-z0-9]{1,12}[-_.]){1,3}")
+_FILLER = frozenset("xX0*.-_#")
+
 _PLACEHOLDER_SHAPES = re.compile(
     r"""(?x)^(?:
         <[A-Za-z0-9_.:-]{1,64}>            # <OPENAI_API_KEY>, <redacted>
       | \[[A-Za-z0-9_.:-]{1,64}\]          # [REDACTED], [REDACTED:SLOT], [FILTERED]
       | \{\{[A-Za-z0-9_. -]{1,64}\}\}      # {{API_KEY}}
+      | \$\{[A-Za-z0-9_.:-]{1,64}\}        # ${API_KEY}, ${env:TOKEN}
+      | \{[A-Za-z_][A-Za-z0-9_]{0,63}\}    # {api_key}
+      | \$[A-Z_][A-Z0-9_]{2,63}            # $OPENAI_API_KEY
+      | [A-Za-z0-9_/+=-]{0,60}EXAMPLE(?:KEY)?[A-Za-z0-9_/+=-]{0,8}  # AKIA...EXAMPLE
       | [A-Za-z0-9_-]{0,40}-X{3,}          # AUTHORIZATION-XXX, OPENAI-ORG-XXX
       | X{3,} | \*{3,} | \.{3,}
       | \*{1,3}[A-Za-z_]{3,32}\*{1,3}       # **REDACTED**
@@ -119,6 +156,8 @@ def looks_redacted(value: str, placeholder_check: Callable[[str], bool] | None =
             return True
         if candidate.lower() in _THIRD_PARTY_PLACEHOLDERS or _PLACEHOLDER_SHAPES.match(candidate):
             return True
+        if candidate in DOCUMENTED_EXAMPLES or _filler(candidate):
+            return True
     if ":" in bare and not bare.startswith(("http:", "https:")):
         # basic-auth user:password with the password redacted
         _user, _, password = bare.partition(":")
@@ -130,6 +169,19 @@ def looks_redacted(value: str, placeholder_check: Callable[[str], bool] | None =
         if rest and looks_redacted(rest, placeholder_check):
             return True
     return _composite(text)
+
+
+def _filler(text: str) -> bool:
+    """One character repeated, or runs of `x`/`0`, after an optional provider prefix:
+    `ghp_xxxxxxxx…`, `sk-0000…`, `AAAAAAAA`, `sk-proj-XXXX-XXXX`."""
+    if len(text) < 4:
+        return False
+    if len(set(text)) == 1:
+        return True
+    body = _PREFIX.sub("", text, count=1) if len(text) > 8 else text
+    if len(body) < 4:
+        return False
+    return len(set(body)) == 1 or set(body) <= _FILLER
 
 
 def is_placeholder(value: str) -> bool:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, SecretBytes, SecretStr
 from ._canonical import pointer_join
 from ._detectors import (
     DEFAULT_RULES,
+    NEAR_MISS_RULES,
     Detectors,
     Rule,
     Span,
@@ -816,8 +817,11 @@ class Redactor:
         for span in spans:
             if merged and span.start < merged[-1].end:
                 last = merged[-1]
-                if span.end > last.end:
-                    merged[-1] = Span(last.start, span.end, last.rule, last.slot)
+                rule, slot = last.rule, last.slot
+                if rule in NEAR_MISS_RULES and span.rule not in NEAR_MISS_RULES:
+                    rule, slot = span.rule, span.slot  # a near miss is the weakest reason
+                if span.end > last.end or rule != last.rule:
+                    merged[-1] = Span(last.start, max(span.end, last.end), rule, slot)
                 continue
             merged.append(span)
         parts: list[str] = []
