@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from conftest import SHARED
 from redactkey import CanonicalizationError, canonicalize
-from redactkey._canonical import _fast, _NotFast, pointer_join, to_json
+from redactkey._canonical import _fast, _NotFast, canonical_if_plain, pointer_join, to_json
 
 JCS = "vectors/jcs"
 VECTOR_NAMES = ["arrays", "french", "structures", "unicode", "values", "weird"]
@@ -214,6 +214,23 @@ class TestFastPathBoundaries:
     def test_non_bmp_keys_sort_by_utf16(self, value: Any) -> None:
         """Non-BMP keys sort by UTF-16 code units, unlike plain code point order."""
         assert canonicalize(value) == rfc8785.dumps(value)
+
+    @pytest.mark.parametrize(
+        "value",
+        [{"messages": [{"content": "rain 🌧️ ☔ " * 50}], "top_p": 1.0}, ["😀"], "😀", 2.5],
+    )
+    def test_plain_values_give_their_bytes(self, value: Any) -> None:
+        """Plain JSON data (emoji in values included) is proven in one pass."""
+        assert canonical_if_plain(value) == rfc8785.dumps(value)
+
+    @pytest.mark.parametrize(
+        "value",
+        [{"stop": ("a",)}, ("a",), {"x": float("nan")}, {"\U0001f600": 1, "\ue000": 2},
+         {"k": b"x"}, {"n": 2**53}],
+    )
+    def test_values_to_json_would_change_are_not_plain(self, value: Any) -> None:
+        """A tuple, bytes, NaN or unproven bytes: not plain, the converting path decides."""
+        assert canonical_if_plain(value) is None
 
     def test_rewrites_do_not_touch_the_input(self) -> None:
         """Integral floats are rewritten in a copy; the caller's value is unchanged."""

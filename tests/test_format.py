@@ -32,6 +32,49 @@ class TestFixture:
     """The fixture model and its canonical bytes."""
 
     @pytest.mark.parametrize(
+        "doc",
+        [
+            _doc(answer={"text": "hé 😀", "n": [1, 2.5, None, True]}),
+            _doc(chunks=[{"status": 200, "headers": {}}, {"json": {"a": 1}}]),
+            _doc(answer={"id": 2**63 + 1}),
+            _doc(answer={"id": 123456789012345678901234567890}),
+            _doc(error={"type": "StructuredOutputError", "message": "m", "data": {"x": 1}}),
+            {**_doc(answer=1), "kind": "tool:search"},
+        ],
+        ids=["answer", "chunks", "uint64", "beyond-2**64", "error", "tool"],
+    )
+    def test_fast_parse_equals_validation(self, doc: dict[str, Any]) -> None:
+        """Reading a file gives what validating its JSON gives, however it is read."""
+        data = json.dumps(doc).encode()
+        parsed = parse_fixture("f.json", data)
+        expected = Fixture.model_validate(json.loads(data))
+        assert parsed == expected
+        assert parsed.outcome == expected.outcome
+        assert parsed.document() == expected.document()
+
+    @pytest.mark.parametrize(
+        ("doc", "problem"),
+        [
+            ({k: v for k, v in _doc(answer=1).items() if k != "version"}, "no format version"),
+            ({**_doc(answer=1), "version": 1.0}, "format version 1.0 is not supported"),
+            ({**_doc(answer=1), "version": True}, "format version of type bool"),
+            ({**_doc(answer=1), "key": "ABC"}, "/key"),
+            ({**_doc(answer=1), "kind": "../x"}, "/kind"),
+            ({**_doc(answer=1), "extra": 1}, "/extra"),
+            (_doc(answer=1, chunks=[]), "exactly one of answer, chunks, error"),
+            (_doc(chunks={"a": 1}), "/chunks"),
+        ],
+        ids=["no-version", "float-version", "bool-version", "bad-key", "bad-kind", "extra",
+             "two-outcomes", "chunks-not-a-list"],
+    )
+    def test_fast_parse_refuses_what_validation_refuses(
+        self, doc: dict[str, Any], problem: str
+    ) -> None:
+        """A file the model would refuse is refused, naming the problem."""
+        with pytest.raises(FixtureFormatError, match=problem.replace("*", r"\*")):
+            parse_fixture("f.json", json.dumps(doc).encode())
+
+    @pytest.mark.parametrize(
         ("outcome", "value"),
         [("answer", {"text": "héllo"}), ("answer", None), ("answer", [1, 2.5, True]),
          ("chunks", [{"delta": "a"}, {"delta": "b"}]), ("chunks", []),

@@ -18,6 +18,7 @@ from redactkey import (
     CanonicalizationError,
     DropKeys,
     KeySpec,
+    Redactor,
     ReplaceVolatile,
     UsageError,
     canonicalize,
@@ -33,6 +34,7 @@ from redactkey._keys import (
     VolatileValue,
     default_spec,
     key_from_material,
+    material_and_key,
 )
 
 CHAT = {
@@ -124,6 +126,26 @@ class TestRequestKey:
     def test_key_is_hash_of_material(self) -> None:
         """`request_key` is `key_from_material(key_material(...))`."""
         assert request_key("chat", CHAT) == key_from_material(key_material("chat", CHAT))
+
+    @pytest.mark.parametrize(
+        ("kind", "req"),
+        [
+            ("chat", {**CHAT, "stop": ("a", "b"), "top_p": 1.0}),
+            ("chat", {**CHAT, "messages": [{"role": "user", "content": "rain 🌧️"}]}),
+            ("tool:search", {"q": "x", "filters": ("a",), "n": 2.0}),
+            ("http", {"method": "post", "url": "https://api.example.com/v1/x?b=2&a=1",
+                      "headers": {"authorization": "Bearer abc"}, "json": {"t": (1, 2.0)}}),
+        ],
+        ids=["tuple", "emoji", "tool", "http"],
+    )
+    def test_the_one_pass_path_equals_the_checked_one(self, kind: str, req: Any) -> None:
+        """With a redactor (the record/replay path) or without, material and key agree, and
+        the material is plain JSON (tuples become lists)."""
+        redactor = Redactor(detectors=False)
+        material, key = material_and_key(kind, req, redactor=redactor)
+        assert material == key_material(kind, req)
+        assert json.loads(json.dumps(material)) == material
+        assert key == request_key(kind, req) == key_from_material(material)
 
     def test_kind_is_part_of_the_key(self) -> None:
         """The same request under two kinds has two keys."""

@@ -132,11 +132,19 @@ class TestBodyDocument:
             ("application/problem+json; charset=utf-8", b"[1]", {"json": [1]}),
             ("application/json", b"{broken", {"text": "{broken"}),
             ("application/json", b"[1e999]", {"text": "[1e999]"}),
+            ("application/json", b"[NaN]", {"text": "[NaN]"}),
+            ("application/json", b"[9007199254740993]", {"text": "[9007199254740993]"}),
+            ("application/json", b"[123456789012345678901234567890]",
+             {"text": "[123456789012345678901234567890]"}),
+            ("application/json", b'["\\ud800"]', {"text": '["\\ud800"]'}),
+            ("application/json", b"[9007199254740991, 1.5e300]",
+             {"json": [9007199254740991, 1.5e300]}),
             ("text/plain", b"h\xc3\xa9", {"text": "hé"}),
             (None, b"\xff\x00", {"base64": base64.b64encode(b"\xff\x00").decode()}),
             ("application/json", b"", {}),
         ],
-        ids=["json", "plus-json", "broken-json", "infinite", "text", "binary", "empty"],
+        ids=["json", "plus-json", "broken-json", "infinite", "nan", "beyond-2**53",
+             "beyond-2**64", "lone-surrogate", "largest-exact", "text", "binary", "empty"],
     )
     def test_vectors(self, content_type: str | None, body: bytes, expected: dict[str, Any]) -> None:
         """Each kind of body lands in its own field."""

@@ -12,7 +12,8 @@ serialises with sorted keys and 53-bit integers. orjson's output equals RFC 8785
 except in classes the pass detects and sends to the reference instead: floats in
 [1e-6, 1e-5), integral floats in [2**53, 1e21), and objects whose keys sort
 differently by UTF-16 code units than by code points (a non-BMP character against
-one in U+E000-U+FFFF). Anything orjson or the pass refuses goes through `to_json`,
+one in U+E000-U+FFFF). Only keys are looked at for that, in the same pass: a string
+value with an emoji costs nothing extra. Anything orjson or the pass refuses goes through `to_json`,
 which names the JSON pointer.
 """
 
@@ -21,14 +22,14 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import rfc8785
 
 from ._errors import CanonicalizationError, raised_at_entry
 
-__all__ = ["JSONValue", "canonicalize", "pointer_join", "to_json"]
+__all__ = ["JSONValue", "canonical_if_plain", "canonicalize", "pointer_join", "to_json"]
 
 JSONValue = Any  # dict[str, JSONValue] | list[JSONValue] | str | int | float | bool | None
 
@@ -152,6 +153,15 @@ def canonicalize(value: Any) -> bytes:
         ) from None
 
 
+def canonical_if_plain(value: Any) -> bytes | None:
+    """The RFC 8785 bytes of `value` when it is plain JSON data already (exact dict, list,
+    str, int, float, bool, None; what `to_json` would return unchanged), else None."""
+    try:
+        return _fast(value, list)  # a tuple is not what to_json returns: not plain
+    except (_NotFast, RecursionError):
+        return None
+
+
 def _reference(plain: JSONValue) -> bytes:
     result: bytes = rfc8785.dumps(plain)
     return result
@@ -168,15 +178,17 @@ _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 _TWO_53 = 9007199254740992.0
 
 
-def _fast(value: Any) -> bytes:
+def _fast(value: Any, seq: type = tuple) -> bytes:
+    """Canonical bytes by orjson, or `_NotFast`. Lists, and `seq` (tuple, or list again to
+    accept lists only), are arrays."""
     try:
         replaced: Any
         if type(value) is dict:
-            replaced = _scan_dict(value)
-        elif type(value) is list or type(value) is tuple:
-            replaced = _scan_list(value)
+            replaced = _scan_dict(value, seq)
+        elif type(value) is list or type(value) is seq:
+            replaced = _scan_list(cast(list[Any], value), seq)
         else:
-            replaced = _scan_list([value])
+            replaced = _scan_list([value], seq)
             if replaced is not None:
                 replaced = replaced[0]
         if replaced is not None:
@@ -185,16 +197,7 @@ def _fast(value: Any) -> bytes:
     except (orjson.JSONEncodeError, RecursionError):
         # Lone surrogates, integers beyond 2**53, non-str keys, cycles, depth > 254.
         raise _NotFast from None
-    if not out.isascii() and _has_non_bmp(out) and _utf16_order_differs(value):
-        raise _NotFast
     return out
-
-
-def _has_non_bmp(out: bytes) -> bool:
-    # Only these lead bytes start a 4-byte UTF-8 sequence (a code point above U+FFFF);
-    # five memchr-speed searches beat one regex by far.
-    return (b"\xf0" in out or b"\xf1" in out or b"\xf2" in out or b"\xf3" in out
-            or b"\xf4" in out)
 
 
 def _float(number: float) -> int | None:
@@ -221,29 +224,49 @@ def _float(number: float) -> int | None:
 # which keeps the common, float-free request at one cheap pass.
 
 
-def _scan_item(item: Any) -> Any:
+def _scan_item(item: Any, seq: type) -> Any:
     kind = type(item)
     if kind is dict:
-        return _scan_dict(item)
-    if kind is list or kind is tuple:
-        return _scan_list(item)
+        return _scan_dict(item, seq)
+    if kind is list or kind is seq:
+        return _scan_list(item, seq)
     if kind is float:
         return _float(item)
     raise _NotFast
 
 
-def _scan_dict(value: dict[Any, Any]) -> dict[Any, Any] | None:
+def _check_key_order(value: dict[Any, Any]) -> None:
+    """Refuse an object whose keys sort differently by UTF-16 code units (RFC 8785) than
+    by code points (orjson): only a key above U+FFFF can make them differ, and only keys
+    matter, so one C-speed join of the keys decides for the common all-ASCII case."""
+    try:
+        keys = "".join(value)
+    except TypeError:
+        raise _NotFast from None  # a non-str key: the slow path names it
+    if keys.isascii() or max(keys) <= "\uffff":
+        return
+    names = list(value)
+    try:
+        differs = sorted(names) != sorted(names, key=_utf16_key)
+    except UnicodeEncodeError:
+        raise _NotFast from None  # a lone surrogate: the slow path names it
+    if differs:
+        raise _NotFast
+
+
+def _scan_dict(value: dict[Any, Any], seq: type) -> dict[Any, Any] | None:
+    _check_key_order(value)
     for item in value.values():
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        new = _scan_item(item)
+        new = _scan_item(item, seq)
         if new is not None:
-            return _rewrite_dict(value, item, new)
+            return _rewrite_dict(value, item, new, seq)
     return None
 
 
-def _rewrite_dict(value: dict[Any, Any], first: Any, new: Any) -> dict[Any, Any]:
+def _rewrite_dict(value: dict[Any, Any], first: Any, new: Any, seq: type) -> dict[Any, Any]:
     out = dict(value)
     items = iter(value.items())
     for key, item in items:
@@ -254,24 +277,26 @@ def _rewrite_dict(value: dict[Any, Any], first: Any, new: Any) -> dict[Any, Any]
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        new = _scan_item(item)
+        new = _scan_item(item, seq)
         if new is not None:
             out[key] = new
     return out
 
 
-def _scan_list(value: list[Any] | tuple[Any, ...]) -> list[Any] | None:
+def _scan_list(value: list[Any] | tuple[Any, ...], seq: type) -> list[Any] | None:
     for item in value:
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        new = _scan_item(item)
+        new = _scan_item(item, seq)
         if new is not None:
-            return _rewrite_list(value, item, new)
+            return _rewrite_list(value, item, new, seq)
     return None
 
 
-def _rewrite_list(value: list[Any] | tuple[Any, ...], first: Any, new: Any) -> list[Any]:
+def _rewrite_list(
+    value: list[Any] | tuple[Any, ...], first: Any, new: Any, seq: type
+) -> list[Any]:
     out = list(value)
     items = enumerate(value)
     for index, item in items:
@@ -282,7 +307,7 @@ def _rewrite_list(value: list[Any] | tuple[Any, ...], first: Any, new: Any) -> l
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        new = _scan_item(item)
+        new = _scan_item(item, seq)
         if new is not None:
             out[index] = new
     return out
@@ -290,17 +315,3 @@ def _rewrite_list(value: list[Any] | tuple[Any, ...], first: Any, new: Any) -> l
 
 def _utf16_key(key: str) -> bytes:
     return key.encode("utf-16-be")
-
-
-def _utf16_order_differs(value: Any) -> bool:
-    """Whether some object's keys sort differently by UTF-16 code units (RFC 8785)."""
-    if type(value) is dict:
-        keys = list(value)
-        if any(not key.isascii() and max(key) > "\uffff" for key in keys) and (
-            sorted(keys) != sorted(keys, key=_utf16_key)
-        ):
-            return True
-        return any(_utf16_order_differs(item) for item in value.values())
-    if type(value) is list or type(value) is tuple:
-        return any(_utf16_order_differs(item) for item in value)
-    return False

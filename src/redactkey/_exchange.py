@@ -276,7 +276,7 @@ class HttpFixtures:
         self.fixtures = ModelFixtures(
             store, mode=mode, redactor=redactor, spec=spec, model=model,
             how_to_record=how_to_record, verify=verify, on_drift=on_drift,
-            how_to_rerecord=how_to_rerecord,
+            how_to_rerecord=how_to_rerecord, copy_answers=False,
         )
         # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
         self.redactor: Redactor = self.fixtures.redactor  # type: ignore[assignment]

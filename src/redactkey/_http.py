@@ -49,6 +49,8 @@ import zlib
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+import orjson
+
 from ._canonical import to_json
 from ._errors import CanonicalizationError, UsageError
 from ._format import HTTP_KIND
@@ -128,16 +130,39 @@ def is_event_stream(content_type: str | None) -> bool:
     return _mime(content_type) == "text/event-stream"
 
 
+# Digits become 1, anything else 0: a run of 20 ones is a number orjson might read as a
+# float (an integer beyond 2**64); such text takes the checking path. bytes.translate and
+# `in` run at memory speed.
+_DIGITS: Final = bytes(1 if 0x30 <= b <= 0x39 else 0 for b in range(256))
+_LONG_RUN: Final = b"\x01" * 20
+_STRICT: Final = orjson.OPT_STRICT_INTEGER
+
+
 def _json_value(text: str | bytes) -> tuple[bool, JSON]:
     """Parse JSON that canonical JSON can hold (no NaN, no huge integers), else (False, None)."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if _LONG_RUN not in data.translate(_DIGITS):
+        # orjson refuses NaN, infinities and lone surrogates; with no long digit run it
+        # reads every integer as an integer, and strict dumping refuses those beyond
+        # 2**53. What is left is what `to_json` would return.
+        try:
+            value = orjson.loads(data)
+            orjson.dumps(value, option=_STRICT)
+            return True, value
+        except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+            pass
     try:
         return True, to_json(json.loads(text))
     except (ValueError, CanonicalizationError):
         return False, None
 
 
-def _dumps(value: JSON) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def _dumps(value: JSON) -> bytes:
+    """Compact UTF-8 JSON (orjson; the standard library for integers beyond 64 bits)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _merge_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -169,7 +194,7 @@ def body_document(content_type: str | None, body: bytes) -> dict[str, JSON]:
 def body_bytes(document: Mapping[str, JSON]) -> bytes:
     """The bytes of a document's body field (the inverse of `body_document`)."""
     if "json" in document:
-        return _dumps(document["json"]).encode("utf-8")
+        return _dumps(document["json"])
     if "text" in document:
         return str(document["text"]).encode("utf-8")
     if "base64" in document:
@@ -239,15 +264,17 @@ def response_document(
 
 def event_bytes(event: Mapping[str, JSON]) -> bytes:
     """One stored server-sent event back on the wire, ending with its blank line."""
-    lines: list[str] = []
+    if len(event) == 1 and "json" in event:
+        return b"data: " + _dumps(event["json"]) + b"\n\n"  # the common case, kept cheap
+    lines: list[bytes] = []
     for field in ("event", "id", "retry"):
         if field in event:
-            lines.append(f"{field}: {event[field]}")
+            lines.append(f"{field}: {event[field]}".encode())
     if "json" in event:
-        lines.append("data: " + _dumps(event["json"]))
+        lines.append(b"data: " + _dumps(event["json"]))
     elif "data" in event:
-        lines.extend("data: " + line for line in str(event["data"]).split("\n"))
-    return ("\n".join(lines) + "\n\n").encode("utf-8")
+        lines.extend(("data: " + line).encode() for line in str(event["data"]).split("\n"))
+    return b"\n".join(lines) + b"\n\n"
 
 
 class SSEParser:

@@ -22,9 +22,9 @@ import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
-from ._canonical import JSONValue, canonicalize, pointer_join, to_json
+from ._canonical import JSONValue, canonical_if_plain, canonicalize, pointer_join, to_json
 from ._errors import CanonicalizationError, UsageError, raised_at_entry
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "find_volatile",
     "key_from_material",
     "key_material",
+    "material_and_key",
     "request_key",
 ]
 
@@ -250,6 +251,12 @@ class KeySpec:
         return self.fields is None or name in self.fields
 
 
+# Built once: a KeySpec is immutable, so every call of a kind shares its default.
+_HTTP_SPEC: Final = KeySpec.http()
+_WHOLE_SPEC: Final = KeySpec.whole()
+_MODEL_SPEC: Final = KeySpec.model()
+
+
 def default_spec(kind: str) -> KeySpec:
     """The spec used when none is given.
 
@@ -258,10 +265,10 @@ def default_spec(kind: str) -> KeySpec:
     the model spec for any other kind.
     """
     if kind == "http":
-        return KeySpec.http()
+        return _HTTP_SPEC
     if kind.startswith("tool:"):
-        return KeySpec.whole()
-    return KeySpec.model()
+        return _WHOLE_SPEC
+    return _MODEL_SPEC
 
 
 # --- volatile values -------------------------------------------------------------
@@ -429,16 +436,20 @@ def _as_mapping(request: Any) -> Any:
     return request
 
 
-def _project_fields(request: Any, spec: KeySpec) -> JSONValue:
+def _as_is(value: Any, pointer: str = "") -> Any:
+    return value
+
+
+def _project_fields(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_json) -> JSONValue:
     request = _as_mapping(request)
     if not isinstance(request, Mapping):
         # A bare prompt or a tool's positional payload: all of it counts.
-        return to_json(request)
+        return plain(request)
     out: dict[str, JSONValue] = {}
     for name, item in request.items():
         if not isinstance(name, str) or not spec.counts(name) or _is_omitted(item):
             continue
-        out[name] = to_json(item, pointer_join("", name))
+        out[name] = plain(item, pointer_join("", name)) if plain is to_json else item
     return out
 
 
@@ -448,7 +459,7 @@ def _query_dropped(name: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(folded, pattern.replace("-", "_")) for pattern in patterns)
 
 
-def _project_http(request: Any, spec: KeySpec) -> JSONValue:
+def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_json) -> JSONValue:
     request = _as_mapping(request)
     if not isinstance(request, Mapping):
         raise CanonicalizationError(
@@ -486,7 +497,7 @@ def _project_http(request: Any, spec: KeySpec) -> JSONValue:
             if not _query_dropped(name, spec.drop_query)
         ),
     }
-    projection["body"] = _http_body(request)
+    projection["body"] = _http_body(request, plain)
     if spec.headers:
         headers = request.get("headers") or {}
         if not isinstance(headers, Mapping):
@@ -495,14 +506,14 @@ def _project_http(request: Any, spec: KeySpec) -> JSONValue:
                 "pass a dict of lower-case header names",
             )
         projection["headers"] = {
-            str(name).lower(): to_json(value, pointer_join("/headers", str(name)))
+            str(name).lower(): plain(value, pointer_join("/headers", str(name)))
             for name, value in headers.items()
             if str(name).lower() in spec.headers
         }
     return {name: item for name, item in projection.items() if spec.counts(name)}
 
 
-def _http_body(request: Mapping[str, Any]) -> JSONValue:
+def _http_body(request: Mapping[str, Any], plain: Callable[..., Any] = to_json) -> JSONValue:
     present = [name for name in ("json", "text", "base64") if name in request]
     if len(present) > 1:
         raise CanonicalizationError(
@@ -515,7 +526,7 @@ def _http_body(request: Mapping[str, Any]) -> JSONValue:
     body = request[name]
     pointer = pointer_join("", name)
     if name == "json":
-        return {"json": to_json(body, pointer)}
+        return {"json": plain(body, pointer)}
     if not isinstance(body, str):
         raise CanonicalizationError(
             pointer, f"the {name} body must be a string, not a {type(body).__name__}",
@@ -537,6 +548,65 @@ def _http_body(request: Mapping[str, Any]) -> JSONValue:
 # --- keys ------------------------------------------------------------------------
 
 
+def _projection(request: Any, spec: KeySpec, plain: Callable[..., Any]) -> JSONValue:
+    if spec.shape == "http":
+        return _project_http(request, spec, plain)
+    return _project_fields(request, spec, plain)
+
+
+_HTTP_MEMBERS: Final = frozenset({"method", "url", "json", "text", "base64"})
+
+
+def _counted_part(request: Any, spec: KeySpec) -> Any:
+    """The members of a request that can reach the key, so that only they are redacted.
+
+    Each member of a mapping is redacted on its own, so redacting the part equals taking
+    the part of the redacted whole. Names the redactor would rewrite (a secret used as a
+    member name) never match a field name, so only whole-request specs keep them all.
+    """
+    if type(request) is not dict:
+        return request
+    if spec.shape == "http":
+        wanted = _HTTP_MEMBERS | {"headers"} if spec.headers else _HTTP_MEMBERS
+        return {name: item for name, item in request.items() if name in wanted}
+    if spec.fields is None:
+        return request
+    return {name: item for name, item in request.items() if name in spec.fields}
+
+
+def material_and_key(
+    kind: str, request: Any, *, spec: KeySpec | None = None, redactor: Redacts | None = None
+) -> tuple[dict[str, JSONValue], str]:
+    """`key_material` and its key, computed together (what record and replay use).
+
+    The common request is plain JSON data already (a parsed body, the redactor's
+    copy): then one pass proves it (the canonical fast path) and gives the bytes to
+    hash, with no copy. Anything else (tuples, models, enums, normalizers, a value JSON
+    cannot hold) takes the checked path, which converts and names the bad pointer.
+    """
+    if not isinstance(kind, str) or not kind:
+        raise UsageError(f"kind must be a non-empty string, not {kind!r}")
+    if spec is None:
+        spec = default_spec(kind)
+    if redactor is not None:
+        request = redactor.redact(_counted_part(request, spec))
+    if redactor is not None and not spec.normalizers:
+        # The redactor's output is a fresh copy: the material may hold it as it is.
+        material = {
+            "kind": kind,
+            "request": _projection(request, spec, _as_is),
+            "scheme": KEY_SCHEME_VERSION,
+        }
+        data = canonical_if_plain(material)
+        if data is not None:
+            return material, hashlib.sha256(data).hexdigest()
+    projection = _projection(request, spec, to_json)
+    for normalizer in spec.normalizers:
+        projection = normalizer(projection)
+    material = {"kind": kind, "request": to_json(projection), "scheme": KEY_SCHEME_VERSION}
+    return material, key_from_material(material)
+
+
 @raised_at_entry
 def key_material(
     kind: str, request: Any, *, spec: KeySpec | None = None, redactor: Redacts | None = None
@@ -547,23 +617,7 @@ def key_material(
     `spec` (default: `default_spec(kind)`), then passed through its normalizers.
     Raises `CanonicalizationError` naming the JSON pointer of a value JSON cannot hold.
     """
-    if not isinstance(kind, str) or not kind:
-        raise UsageError(f"kind must be a non-empty string, not {kind!r}")
-    if spec is None:
-        spec = default_spec(kind)
-    if redactor is not None:
-        request = redactor.redact(request)
-    if spec.shape == "http":
-        projection = _project_http(request, spec)
-    else:
-        projection = _project_fields(request, spec)
-    for normalizer in spec.normalizers:
-        projection = normalizer(projection)
-    return {
-        "kind": kind,
-        "request": to_json(projection),
-        "scheme": KEY_SCHEME_VERSION,
-    }
+    return material_and_key(kind, request, spec=spec, redactor=redactor)[0]
 
 
 def key_from_material(material: Mapping[str, JSONValue]) -> str:
@@ -576,4 +630,4 @@ def request_key(
     kind: str, request: Any, *, spec: KeySpec | None = None, redactor: Redacts | None = None
 ) -> str:
     """The key of a call: SHA-256 hex of the RFC 8785 bytes of its key material."""
-    return key_from_material(key_material(kind, request, spec=spec, redactor=redactor))
+    return material_and_key(kind, request, spec=spec, redactor=redactor)[1]

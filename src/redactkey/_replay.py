@@ -51,7 +51,7 @@ from ._errors import (
     warn_at_caller,
 )
 from ._format import Fixture, RecordedErrorBody
-from ._keys import KeySpec, find_volatile, key_from_material, key_material
+from ._keys import KeySpec, find_volatile, material_and_key
 from ._redact import Redactor, shown_pointer
 from ._secrets import RunSecrets
 from ._store import FixtureStore
@@ -294,7 +294,9 @@ class ModelFixtures:
     `record_answer(answer)` (False keeps an answer out of the store, e.g. a 5xx
     response), `rebuild_error(body)` (turn a recorded failure back into your own
     exception), `report` (a RunReport), `label` (names the caller in the report),
-    `model` (False: read only REDACTKEY_MODE, not the model override).
+    `model` (False: read only REDACTKEY_MODE, not the model override),
+    `copy_answers` (False: hand out the stored data itself, for a caller that only
+    reads it, such as the HTTP layer that turns it into bytes at once).
     In verify mode, `verify` (a `VerifyRules`) says what to ignore, and `on_drift`
     receives each `DriftError` instead of it being raised (e.g. `RunReport.drift`).
     """
@@ -317,8 +319,10 @@ class ModelFixtures:
         verify: VerifyRules | None = None,
         on_drift: Callable[[DriftError], None] | None = None,
         how_to_rerecord: str | None = None,
+        copy_answers: bool = True,
     ) -> None:
         self.store = store
+        self.copy_answers = copy_answers
         self.mode, self._mode_source = _resolve(mode, model=model, environ=environ)
         self.redactor = redactor if redactor is not None else _default_redactor()
         self.spec = spec
@@ -364,8 +368,10 @@ class ModelFixtures:
         # redacted: an answer that echoes one loses it. In replay too, so that a dummy key
         # echoed into a prompt is keyed the way the live one was.
         self.redactor.learn(request)
-        material = key_material(kind, request, spec=spec or self.spec, redactor=self.redactor)
-        return _Call(kind, material, key_from_material(material))
+        material, key = material_and_key(
+            kind, request, spec=spec or self.spec, redactor=self.redactor
+        )
+        return _Call(kind, material, key)
 
     def key_of(self, kind: str, request: Any, *, spec: KeySpec | None = None) -> str:
         """The key a call of `request` is stored under, computed as `call` and `stream`
@@ -509,7 +515,7 @@ class ModelFixtures:
             self._raise_recorded(fixture, path)
         if outcome == "chunks":
             raise StaleFixtureError(path, "it holds a stream but the call wants one answer")
-        answer = _copy_json(fixture.answer)
+        answer = _copy_json(fixture.answer) if self.copy_answers else fixture.answer
         problems = self._schema_problems(schema, answer)
         if problems:
             raise StaleFixtureError(path, "the answer breaks the current schema: "
@@ -523,7 +529,8 @@ class ModelFixtures:
             self._raise_recorded(fixture, path)
         if outcome == "answer":
             raise StaleFixtureError(path, "it holds one answer but the call wants a stream")
-        return cast(list[Any], _copy_json(fixture.chunks))
+        chunks = _copy_json(fixture.chunks) if self.copy_answers else fixture.chunks
+        return cast(list[Any], chunks)
 
     def _need_live(self, live: L | None) -> L:
         if live is None:
