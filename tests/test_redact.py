@@ -364,3 +364,28 @@ class TestPlaceholder:
         }
         once = redactor.redact(data)
         assert redactor.redact(once) == once
+
+
+class TestBuiltOnce:
+    """What does not change between redactors is compiled once and shared."""
+
+    def test_same_rules_share_the_compiled_detectors(self) -> None:
+        """Two redactors with the same rules and names share one detector automaton; other
+        rules or names get their own."""
+        first = Redactor(RunSecrets())
+        second = Redactor(RunSecrets({"A_TOKEN": "aaaa-" + "b" * 16}))
+        assert first._detectors is second._detectors
+        assert Redactor(sensitive_keys=["x-tenant-secret"])._detectors is not first._detectors
+        assert Redactor(detectors=False)._detectors is not first._detectors
+        custom = Redactor(extra_patterns={"ours": r"ours_[a-z]{12}"})
+        assert custom._detectors is not first._detectors
+        assert custom.redact("key ours_abcdefghijkl") == "key [REDACTED]"
+
+    def test_a_secret_added_later_is_found_by_every_redactor_over_it(self) -> None:
+        """Sharing the detectors never shares secrets: each redactor sees its own."""
+        secrets = RunSecrets()
+        mine, other = Redactor(secrets), Redactor(RunSecrets())
+        value = "later-" + "q7Zx" * 5
+        secrets.add("LATER", value)
+        assert mine.redact(f"it is {value}") == "it is [REDACTED]"
+        assert other.redact(f"it is {value}") == f"it is {value}"

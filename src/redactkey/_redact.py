@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -317,10 +318,11 @@ class Redactor:
             )
         )
         self._placeholders_re = re.compile(f"(?:{self._placeholder_re.pattern})+")
-        self._detectors = Detectors(
-            (DEFAULT_RULES if detectors else ()) + _extra_rules(extra_patterns or {}),
-            hints=_hint_words(self._sensitive)
-            + _hint_words(n + "=" for n in self._sensitive_query - self._sensitive),
+        rules = (DEFAULT_RULES if detectors else ()) + _extra_rules(extra_patterns or {})
+        self._detectors = _compiled_detectors(
+            tuple((rule, rule.validate) for rule in rules),
+            frozenset(self._sensitive),
+            frozenset(self._sensitive_query - self._sensitive),
         )
         self._lock = threading.Lock()
         self._known = _Known(secrets)
@@ -1001,6 +1003,25 @@ def _merged(spans: list[Span]) -> list[Span]:
         else:
             out.append(span)
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_detectors(
+    rules: tuple[tuple[Rule, Callable[[str], bool] | None], ...],
+    sensitive: frozenset[str],
+    query_only: frozenset[str],
+) -> Detectors:
+    """The detector automaton for these rules and credential names, built once per run.
+
+    A `Detectors` is immutable and thread-safe after it is built, so every `Redactor`
+    with the same rules and names (one per test under the pytest plugin) shares it.
+    The key holds each rule's `validate` too, which rule equality leaves out. Names
+    only, never secret values, are in the key.
+    """
+    return Detectors(
+        tuple(rule for rule, _ in rules),
+        hints=_hint_words(sensitive) + _hint_words(n + "=" for n in query_only),
+    )
 
 
 def _hint_words(names: Iterable[str]) -> list[str]:

@@ -1,0 +1,98 @@
+"""What the pytest plugin adds per test: 2,000 tests that each replay one model call.
+
+    python tests/benchmarks/bench_plugin.py [--tests 2000] [--rounds 3]
+
+1. Writes a test module of `--tests` tests; each calls `model_fixtures.call("text",
+   request, live)` with its own request. A record run writes the fixtures.
+2. Times, best of `--rounds` fresh pytest processes:
+   - plugin: the tests replaying through the plugin (`--redactkey-mode=replay`);
+   - disabled: the same tests with the plugin disabled (`-p no:redactkey`), where a
+     conftest fixture of the same name calls `live` directly (no redactkey at all).
+3. Prints the wall time of each run and the added cost per test. Target: <= 0.2 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_MS = 0.2
+
+TESTS = """
+import pytest
+
+
+@pytest.mark.parametrize("n", range({count}))
+def test_call(model_fixtures, n):
+    request = {{"model": "tiny", "messages": [{{"role": "user", "content": f"say {{n}} " * 40}}]}}
+    answer = model_fixtures.call("text", request, lambda: {{"text": f"said {{n}}"}})
+    assert answer == {{"text": f"said {{n}}"}}
+"""
+
+# Without the plugin: a stand-in with the same call, so the tests are the same tests.
+DISABLED_CONFTEST = """
+import pytest
+
+
+class _Live:
+    def call(self, kind, request, live):
+        return live()
+
+
+@pytest.fixture
+def model_fixtures():
+    return _Live()
+"""
+
+
+def _pytest(root: Path, *args: str) -> float:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("REDACTKEY_MODE", None)
+    env.pop("REDACTKEY_MODEL_MODE", None)
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "-p", "no:randomly", *args],
+        cwd=root, env=env, capture_output=True, text=True, check=False,
+    )
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        sys.exit(f"pytest failed in {root}:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tests", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        plugin = Path(tmp) / "plugin"
+        disabled = Path(tmp) / "disabled"
+        for root in (plugin, disabled):
+            root.mkdir()
+            (root / "test_calls.py").write_text(TESTS.format(count=args.tests))
+            (root / "pytest.ini").write_text("[pytest]\n")
+        (disabled / "conftest.py").write_text(DISABLED_CONFTEST)
+        _pytest(plugin, "--redactkey-mode=record")
+        times: dict[str, float] = {"plugin": float("inf"), "disabled": float("inf")}
+        for _ in range(args.rounds):
+            times["disabled"] = min(times["disabled"], _pytest(disabled, "-p", "no:redactkey"))
+            times["plugin"] = min(times["plugin"], _pytest(plugin, "--redactkey-mode=replay"))
+    added = (times["plugin"] - times["disabled"]) / args.tests * 1000
+    print(f"{args.tests} tests, each replaying one model call; best of {args.rounds} runs:")
+    print(f"  plugin disabled {times['disabled']:7.2f} s")
+    print(f"  plugin (replay) {times['plugin']:7.2f} s")
+    ok = added <= TARGET_MS
+    print(f"  added per test  {added:7.3f} ms  target <= {TARGET_MS} ms  "
+          f"{'ok' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
