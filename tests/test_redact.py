@@ -277,6 +277,24 @@ class TestStreams:
         assert redactor.redact_stream(chunks) == chunks
 
 
+class TestLabels:
+    """Labelled placeholders name the slot or field, never a secret."""
+
+    def test_a_member_name_that_is_a_secret_does_not_label_its_value(self) -> None:
+        """`{"<secret>-password": "sk-..."}` labelled: neither the key nor the label keeps it."""
+        secrets = RunSecrets()
+        secrets.add("PASSWORD", "hunter2-password")
+        value = "sk-proj-" + "c2LufYNuydk9sgEWl2agE4aE-Yhc3a" * 4
+        out = Redactor(secrets, labelled=True).redact({"hunter2-password": value})
+        assert "hunter2" not in json.dumps(out)
+        assert list(out.values()) == ["[REDACTED:secret]"]
+
+    def test_ordinary_labels_stay(self) -> None:
+        """A credential-named field still labels its value with its name."""
+        out = Redactor(labelled=True).redact({"authorization": "Bearer " + TOKEN})
+        assert out == {"authorization": "[REDACTED:authorization]"}
+
+
 class TestFindings:
     """Findings name where and what, never the value."""
 

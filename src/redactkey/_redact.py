@@ -513,6 +513,8 @@ class Redactor:
         if not self._labelled:
             return self.placeholder
         clean = re.sub(r"[^A-Za-z0-9_.:\-]", "_", label or "secret")
+        if label and (self._raw_spans(label) or self._raw_spans(clean)):
+            clean = "secret"  # a member name that is itself a secret never labels its value
         return self.placeholder.replace("{label}", clean)
 
     # -- walking data -----------------------------------------------------------------
