@@ -746,6 +746,26 @@ def load_document(path: Path, text: str) -> tuple[Any, LineMap, bool]:
     return raw, lines, is_json
 
 
+def _probe_encoded_bodies(raw: Any) -> None:
+    """The fast path keeps a JSON document as parsed (the redactor opens JSON and base64
+    held in strings itself); its `base64_string` bodies are still decoded within the
+    cap, so that a body which cannot be read is noted as in the full reading."""
+    stack: list[tuple[Any, int]] = [(raw, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            continue
+        if isinstance(node, dict):
+            encoded = node.get("base64_string")
+            if isinstance(encoded, str) and len(encoded) > 64:
+                with contextlib.suppress(binascii.Error, ValueError):
+                    decode_body_bytes(base64.b64decode("".join(encoded.split())))
+            stack.extend((value, depth + 1) for value in node.values()
+                         if isinstance(value, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((value, depth + 1) for value in node if isinstance(value, (dict, list)))
+
+
 def build_recording(path: Path, text: str, raw: Any, lines: LineMap, is_json: bool, *,
                     normalise: bool = True) -> Recording:
     """A `Recording` of the formats this module reads (vcrpy, Ruby VCR, rVCR, gRPC,
@@ -755,6 +775,7 @@ def build_recording(path: Path, text: str, raw: Any, lines: LineMap, is_json: bo
     document: JSONValue
     if is_json and not normalise:
         document = raw
+        _probe_encoded_bodies(raw)
     elif fmt in ("vcrpy", "ruby-vcr", "rvcr-json"):
         list_key = "interactions" if fmt == "vcrpy" else "http_interactions"
         items, interactions = http_interactions(raw[list_key], "/" + list_key)

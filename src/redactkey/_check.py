@@ -111,6 +111,7 @@ class Checker:
         self.config = config
         self.strict = strict  # `--strict`: files that cannot be read are errors
         self.spec: CheckerSpec | None = None  # how workers rebuild it (`--jobs`)
+        self._shown: dict[str, str] = {}  # pointer -> pointer as printed (masked)
         # False: JSON files are scanned as parsed, without building interactions (check)
         self.normalise = normalise
         # True: issues carry a value tag, so a baseline notices a changed value
@@ -258,7 +259,13 @@ class Checker:
     def masked_pointer(self, pointer: str) -> str:
         """`pointer` with every member name that holds a secret masked (`/sk-p…`): an object
         key can be a credential (a token map), and reports print pointers."""
-        return shown_pointer(pointer, self.redactor, min_length=self.config.min_secret_length)
+        shown = self._shown.get(pointer)
+        if shown is None:
+            shown = shown_pointer(pointer, self.redactor,
+                                  min_length=self.config.min_secret_length)
+            if len(self._shown) < 65536:  # pointers repeat across files of one shape
+                self._shown[pointer] = shown
+        return shown
 
     # -- allowlist --------------------------------------------------------------------
 

@@ -207,8 +207,9 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     """
     if not files:
         raise click.UsageError("give the files or directories to check")
-    # the same reading as audit and scrub: bodies decoded, so the three agree
-    _config, checker = _setup(config_path, secret_env, strict=strict)
+    # JSON as parsed (the fast path of a pre-commit hook): the redactor opens bodies held
+    # in strings itself; encoded bodies are still probed within the caps
+    _config, checker = _setup(config_path, secret_env, normalise=False, strict=strict)
     baseline = None
     if baseline_path is not None or write_baseline is not None:
         checker.tagging = True
