@@ -223,3 +223,18 @@ class TestContexts:
         text = "postgres://app:p@ss" + A + "@db.internal/app"
         out = Redactor().redact_text(text)
         assert out == "postgres://app:[REDACTED]@db.internal/app"
+
+
+class TestDocumentedRules:
+    """docs/redaction.md lists every rule."""
+
+    def test_rule_table_names_every_rule(self) -> None:
+        """Each rule name appears in the rule table of the redaction guide."""
+        from pathlib import Path
+
+        from redactkey._detectors import DEFAULT_RULES
+
+        guide = (Path(__file__).resolve().parents[1] / "docs" / "redaction.md").read_text(
+            encoding="utf-8")
+        missing = sorted({r.name for r in DEFAULT_RULES if f"| `{r.name}` |" not in guide})
+        assert missing == []
