@@ -30,6 +30,7 @@ from ._store import CassetteStore, FixtureDir, FixtureStore
 
 if TYPE_CHECKING:
     from ._aiohttp import aiohttp_session
+    from ._botocore import use_botocore
     from ._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
     from ._report import RunReport
     from ._requests import RequestsAdapter
@@ -50,6 +51,7 @@ _LAZY = {
     "VerifyRules": "._verify",
     "aiohttp_session": "._aiohttp",
     "resolve_mode": "._replay",
+    "use_botocore": "._botocore",
     "use_redactkey": "._vcr",
 }
 
@@ -94,6 +96,7 @@ __all__ = [
     "key_material",
     "request_key",
     "resolve_mode",
+    "use_botocore",
     "use_redactkey",
 ]
 

@@ -75,6 +75,8 @@ __all__ = [
     "LiveStream",
     "Reply",
     "StreamReply",
+    "miss_body",
+    "miss_needs_response",
 ]
 
 JSON = Any
@@ -227,6 +229,27 @@ def _sdk_miss(
     return named
 
 
+# Stainless-generated clients (they send ``x-stainless-lang``) catch every exception of
+# their HTTP client's `send` and retry it as a connection error (groq), but call
+# `response.raise_for_status()` outside that net. Anthropic's client checks the status
+# itself and lets its own errors through, so a miss raised as an `AnthropicError`
+# reaches the caller already (docs/decisions/0095).
+_STATUS_CHECKED_ELSEWHERE: Final = ("Anthropic/", "AsyncAnthropic/")
+
+
+def miss_needs_response(document: Mapping[str, JSON]) -> bool:
+    """Whether a miss must reach this request's client as a response whose
+    `raise_for_status()` raises it, rather than raised from the transport (0095)."""
+    headers = document.get("headers", {})
+    agent = str(headers.get("user-agent", ""))
+    return "x-stainless-lang" in headers and not agent.startswith(_STATUS_CHECKED_ELSEWHERE)
+
+
+def miss_body(miss: Exception) -> dict[str, JSON]:
+    """The JSON body of a miss answered as a response."""
+    return {"error": {"type": "missing_fixture", "message": str(miss)}}
+
+
 def _read_whole(live: LiveStream) -> LiveResponse:
     try:
         body = b"".join(live.pieces)
@@ -344,6 +367,26 @@ class HttpFixtures:
             content = body_bytes(answer)
         return Reply(status, list(headers.items()), content, live=False)
 
+    def _encode(
+        self, content_type: str | None, chunk: JSON, document: Mapping[str, JSON]
+    ) -> bytes:
+        """A stored chunk back on the wire; a malformed one names its fixture file."""
+        try:
+            return chunk_bytes(content_type, chunk)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            from ._keys import request_key
+
+            key = request_key(KIND, document, spec=self.spec, redactor=self.redactor)
+            raise FixtureFormatError(
+                str(self.store.path_for(KIND, key)), f"a recorded stream chunk: {exc}"
+            ) from None
+
+    def _encoded(
+        self, chunks: Iterator[JSON], content_type: str | None, document: Mapping[str, JSON]
+    ) -> Iterator[bytes]:
+        for chunk in chunks:
+            yield self._encode(content_type, chunk, document)
+
     def _miss(self, miss: FixtureError, document: Mapping[str, JSON]) -> Exception:
         return _sdk_miss(miss, document, self.redactor)
 
@@ -438,7 +481,7 @@ class HttpFixtures:
             head = None
         status, headers = self._head(head, document)
         content_type = headers.get("content-type")
-        pieces = (chunk_bytes(content_type, chunk) for chunk in chunks)
+        pieces = self._encoded(chunks, content_type, document)
 
         def close() -> None:
             try:
@@ -545,7 +588,7 @@ class HttpFixtures:
 
         async def pieces() -> AsyncIterator[bytes]:
             async for chunk in chunks:
-                yield chunk_bytes(content_type, chunk)
+                yield self._encode(content_type, chunk, document)
 
         async def aclose() -> None:
             try:

@@ -53,6 +53,7 @@ import orjson
 
 from ._canonical import to_json
 from ._errors import CanonicalizationError, UsageError
+from ._eventstream import EVENT_STREAM, FrameDecoder, encode_frame
 from ._format import HTTP_KIND
 
 if TYPE_CHECKING:
@@ -71,8 +72,11 @@ __all__ = [
     "content_type_of",
     "decoded_body",
     "event_bytes",
+    "frame_bytes",
+    "frame_document",
     "head_document",
     "header_items",
+    "is_aws_event_stream",
     "is_environment_failure",
     "is_event_stream",
     "is_ndjson",
@@ -136,6 +140,11 @@ def is_event_stream(content_type: str | None) -> bool:
 _DIGITS: Final = bytes(1 if 0x30 <= b <= 0x39 else 0 for b in range(256))
 _LONG_RUN: Final = b"\x01" * 20
 _STRICT: Final = orjson.OPT_STRICT_INTEGER
+
+
+def is_aws_event_stream(content_type: str | None) -> bool:
+    """True when a content type announces AWS event-stream frames (Bedrock streams)."""
+    return _mime(content_type) == EVENT_STREAM
 
 
 def _json_value(text: str | bytes) -> tuple[bool, JSON]:
@@ -422,10 +431,12 @@ def is_ndjson(content_type: str | None) -> bool:
 
 
 def is_stream_type(content_type: str | None) -> bool:
-    """True when a response is a stream by its content type: server-sent events or
-    newline-delimited JSON. Such a response is passed on as it arrives and stored as
-    chunks, whatever the request asked for."""
-    return is_event_stream(content_type) or is_ndjson(content_type)
+    """True when a response is a stream by its content type: server-sent events,
+    newline-delimited JSON or AWS event-stream frames. Such a response is passed on as it
+    arrives and stored as chunks, whatever the request asked for."""
+    return is_event_stream(content_type) or is_ndjson(content_type) or is_aws_event_stream(
+        content_type
+    )
 
 
 def wants_stream(document: Mapping[str, JSON]) -> bool:
@@ -460,10 +471,27 @@ def _line_document(line: bytes) -> dict[str, JSON]:
     return body_document("application/json", line.rstrip(b"\r")) or {"text": ""}
 
 
+def frame_document(headers: list[list[JSON]], payload: bytes) -> dict[str, JSON]:
+    """The stored form of one AWS event-stream frame: ``{"headers": [[name, value]...],
+    and the payload as "json" | "text" | "base64"}`` (headers in wire order)."""
+    content_type = next(
+        (v for n, v in headers if n == ":content-type" and isinstance(v, str)), None
+    )
+    document: dict[str, JSON] = {"headers": headers}
+    document.update(body_document(content_type, payload))
+    return document
+
+
+def frame_bytes(document: Mapping[str, JSON]) -> bytes:
+    """One stored frame back on the wire, as the bytes it came from (up to JSON key order);
+    a malformed document is a `ValueError`."""
+    return encode_frame(document.get("headers", []), body_bytes(document))
+
+
 def chunk_documents(head: Mapping[str, JSON], pieces: Iterable[bytes]) -> Iterator[JSON]:
     """The stored chunks after `head` of a streamed response, each as soon as it is
-    complete: one per server-sent event, one per line of newline-delimited JSON, or one
-    body document when the response is neither."""
+    complete: one per server-sent event, one per line of newline-delimited JSON, one per
+    AWS event-stream frame, or one body document for any other content."""
     content_type = head["headers"].get("content-type")
     if is_event_stream(content_type):
         yield from iter_events(pieces)
@@ -474,6 +502,12 @@ def chunk_documents(head: Mapping[str, JSON], pieces: Iterable[bytes]) -> Iterat
             yield from (_line_document(line) for line in lines)
         if pending:
             yield _line_document(pending)
+    elif is_aws_event_stream(content_type):
+        decoder = FrameDecoder()
+        for piece in pieces:
+            for headers, payload in decoder.feed(piece):
+                yield frame_document(headers, payload)
+        decoder.finish()
     else:
         yield body_document(content_type, b"".join(pieces))
 
@@ -498,6 +532,12 @@ async def achunk_documents(
                 yield _line_document(line)
         if pending:
             yield _line_document(pending)
+    elif is_aws_event_stream(content_type):
+        decoder = FrameDecoder()
+        async for piece in pieces:
+            for headers, payload in decoder.feed(piece):
+                yield frame_document(headers, payload)
+        decoder.finish()
     else:
         yield body_document(content_type, b"".join([piece async for piece in pieces]))
 
@@ -509,6 +549,8 @@ def chunk_bytes(content_type: str | None, chunk: Mapping[str, JSON]) -> bytes:
         return event_bytes(chunk)
     if is_ndjson(content_type):
         return body_bytes(chunk) + b"\n"
+    if is_aws_event_stream(content_type):
+        return frame_bytes(chunk)
     return body_bytes(chunk)
 
 

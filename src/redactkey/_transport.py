@@ -16,12 +16,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, overload
 
-from ._errors import UsageError, raised_at_entry
+from ._errors import DriftError, MissingFixtureError, UsageError, raised_at_entry
 from ._exchange import (
     AsyncLiveStream,
     HttpFixtures,
     LiveStream,
     Reply,
+    miss_body,
+    miss_needs_response,
 )
 from ._http import RESPONSE_HEADERS, request_document
 
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
     import httpx
     import httpx2
 
-    from ._errors import DriftError
     from ._keys import KeySpec
     from ._redact import Redactor
     from ._replay import Mode
@@ -121,6 +122,30 @@ def _running_loop() -> object:
 
 def _is_closed(loop: object) -> bool:
     return isinstance(loop, asyncio.AbstractEventLoop) and loop.is_closed()
+
+
+@functools.cache
+def _miss_response_type(library: ModuleType) -> type:
+    class MissResponse(library.Response):  # type: ignore[misc,name-defined]
+        """A replay miss as a response: `raise_for_status()` raises the miss itself."""
+
+        miss: Exception
+
+        def raise_for_status(self) -> Any:
+            __tracebackhide__ = True
+            raise self.miss.with_traceback(None)
+
+    return MissResponse
+
+
+def _miss_response(library: ModuleType, request: Any, miss: Exception) -> Any:
+    """A 404 that is never retried (``x-should-retry: false``), carries the miss text and
+    raises the miss itself from `raise_for_status()` (docs/decisions/0095)."""
+    response = _miss_response_type(library)(
+        404, headers={"x-should-retry": "false"}, json=miss_body(miss), request=request
+    )
+    response.miss = miss
+    return response
 
 
 class FixtureTransport(_TransportBase):
@@ -261,7 +286,12 @@ class FixtureTransport(_TransportBase):
                 response.close,
             )
 
-        reply = self._http.exchange(document, open_stream)
+        try:
+            reply = self._http.exchange(document, open_stream)
+        except (MissingFixtureError, DriftError) as miss:
+            if not miss_needs_response(document):
+                raise
+            return _miss_response(library, request, miss)
         if isinstance(reply, Reply):
             return self._response(library, request, reply)
         sync_stream, _ = _stream_types(library)
@@ -293,7 +323,12 @@ class FixtureTransport(_TransportBase):
                 response.aclose,
             )
 
-        reply = await self._http.aexchange(document, open_stream)
+        try:
+            reply = await self._http.aexchange(document, open_stream)
+        except (MissingFixtureError, DriftError) as miss:
+            if not miss_needs_response(document):
+                raise
+            return _miss_response(library, request, miss)
         if isinstance(reply, Reply):
             return self._response(library, request, reply)
         _, async_stream = _stream_types(library)
