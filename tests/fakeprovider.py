@@ -152,6 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         routes = {
             "/v1/chat/completions": _chat,
+            "/openai/v1/chat/completions": _chat,  # groq's path
             "/v1/responses": _responses,
             "/v1/messages": _messages,
         }
