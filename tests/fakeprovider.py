@@ -2,7 +2,8 @@
 
 It listens on 127.0.0.1 (random port, one thread per connection) and speaks
 chat completions (`POST /v1/chat/completions`), the responses API
-(`POST /v1/responses`) and Anthropic messages (`POST /v1/messages`), each
+(`POST /v1/responses`), Anthropic messages (`POST /v1/messages`) and Cohere's v2
+chat (`POST /v2/chat`; groq's `/openai/v1/chat/completions` is chat completions), each
 streamed (server-sent events) or not, with tool calls and structured output; also
 Gemini's `POST /v1beta/models/<model>:generateContent` and
 `:streamGenerateContent?alt=sse` (SSE asked for by the query, not by `Accept`), and
@@ -153,6 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
         routes = {
             "/v1/chat/completions": _chat,
             "/openai/v1/chat/completions": _chat,  # groq's path
+            "/v2/chat": _cohere,
             "/v1/responses": _responses,
             "/v1/messages": _messages,
         }
@@ -291,23 +293,24 @@ class _Answer:
     events: list[tuple[str | None, str]]
 
 
-def _example(schema: Any) -> Any:
-    """A small value that satisfies a JSON schema (object, array, scalars, enums)."""
+def _example(schema: Any, text: str = "example") -> Any:
+    """A small value that satisfies a JSON schema (object, array, scalars, enums); string
+    leaves are `text`."""
     if not isinstance(schema, dict):
-        return "example"
+        return text
     if "enum" in schema:
         return schema["enum"][0]
     if "anyOf" in schema:
-        return _example(schema["anyOf"][0])
+        return _example(schema["anyOf"][0], text)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = kind[0]
     if kind == "object" or "properties" in schema:
-        return {name: _example(sub) for name, sub in schema.get("properties", {}).items()}
+        return {name: _example(sub, text) for name, sub in schema.get("properties", {}).items()}
     if kind == "array":
-        return [_example(schema.get("items", {}))]
+        return [_example(schema.get("items", {}), text)]
     return {"integer": 21, "number": 21.5, "boolean": True, "null": None}.get(
-        str(kind), "example"
+        str(kind), text
     )
 
 
@@ -359,7 +362,9 @@ def _chat(body: dict[str, Any], size: int) -> _Answer:
     fmt = body.get("response_format") or {}
     if tools and not _has_tool_result(messages):
         function = tools[0]["function"]
-        arguments = json.dumps(_example(function.get("parameters", {})))
+        # A prompt that asks for an echo gets it in every string argument (instructor).
+        echo = _reply_text(messages) if _ECHO.search(" ".join(_texts(messages))) else "example"
+        arguments = json.dumps(_example(function.get("parameters", {}), echo))
         call = {"id": "call_fake1", "type": "function", "function": {"name": function["name"]}}
         message: dict[str, Any] = {
             "role": "assistant",
@@ -553,6 +558,28 @@ def _ollama(body: dict[str, Any], size: int) -> _Answer:
              for p in _pieces(text, size)]
     lines.append(json.dumps({**base, "message": {"role": "assistant", "content": ""}, **done}))
     return _Answer(full, [(None, line) for line in lines])
+
+
+def _cohere(body: dict[str, Any], size: int) -> _Answer:
+    """Cohere's v2 chat: one JSON answer, or typed server-sent events."""
+    text = _reply_text(body.get("messages", []))
+    usage = {"billed_units": {"input_tokens": 11, "output_tokens": 7},
+             "tokens": {"input_tokens": 11, "output_tokens": 7}}
+    full = {"id": "cohere-fake1", "finish_reason": "COMPLETE",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+            "usage": usage}
+    events: list[dict[str, Any]] = [
+        {"type": "message-start", "id": "cohere-fake1",
+         "delta": {"message": {"role": "assistant"}}},
+        {"type": "content-start", "index": 0,
+         "delta": {"message": {"content": {"type": "text", "text": ""}}}},
+    ]
+    events += [{"type": "content-delta", "index": 0,
+                "delta": {"message": {"content": {"text": p}}}} for p in _pieces(text, size)]
+    events.append({"type": "content-end", "index": 0})
+    events.append({"type": "message-end",
+                   "delta": {"finish_reason": "COMPLETE", "usage": usage}})
+    return _Answer(full, [(e["type"], json.dumps(e)) for e in events])
 
 
 if __name__ == "__main__":  # manual poking: python tests/fakeprovider.py
