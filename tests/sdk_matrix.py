@@ -8,7 +8,7 @@ Each SDK module defines two functions and runs them through `record_then_replay`
   which the fake server echoes back split across stream events. Returns the answers.
 - ``misses(store, url, key) -> list[dict]``: unrecorded calls, each summarised by
   `miss_report` (what was raised, how long it took, how many attempts reached the
-  store).
+  transport).
 
 The recording runs in the test process against a local fake server; the replay runs
 in a fresh process (``python tests/test_sdk_x.py replay STORE URL``) with every socket
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redactkey import FixtureDir, MissingFixtureError, Redactor, RunSecrets
+from redactkey import FixtureDir, FixtureTransport, MissingFixtureError, Redactor, RunSecrets
 
 ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER = "[REDACTED]"
@@ -59,19 +59,23 @@ def prompt(key: str, what: str) -> str:
     return f"{what} ECHO:{key}"
 
 
-class CountingStore:
-    """A fixture store that counts lookups: one lookup is one attempt of the SDK."""
+class CountingTransport(FixtureTransport):
+    """A `FixtureTransport` that counts the requests reaching it: one per SDK attempt."""
 
-    def __init__(self, path: Path) -> None:
-        self.inner = FixtureDir(path)
-        self.lookups = 0
+    attempts = 0
 
-    def get(self, kind: str, key: str) -> Any:
-        self.lookups += 1
-        return self.inner.get(kind, key)
+    def handle_request(self, request: Any) -> Any:
+        self.attempts += 1
+        return super().handle_request(request)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    async def handle_async_request(self, request: Any) -> Any:
+        self.attempts += 1
+        return await super().handle_async_request(request)
+
+
+def counting_transport(store: Path, key: str) -> CountingTransport:
+    """A replay transport over `store` that counts attempts."""
+    return CountingTransport(FixtureDir(store), mode="replay", redactor=redactor_for(key))
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -83,7 +87,7 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def miss_report(sdk: str, store: CountingStore, call: Callable[[], Any]) -> dict[str, Any]:
+def miss_report(sdk: str, counter: Any, call: Callable[[], Any]) -> dict[str, Any]:
     """Run an unrecorded call; report what reached the caller, after how long and tries."""
     started = time.monotonic()
     try:
@@ -101,9 +105,9 @@ def miss_report(sdk: str, store: CountingStore, call: Callable[[], Any]) -> dict
             "in_chain": missing is not None,
             "message": str(missing) if missing is not None else str(exc),
             "seconds": seconds,
-            "attempts": store.lookups,
+            "attempts": counter.attempts,
         }
-    return {"sdk": sdk, "raised": None, "attempts": store.lookups}
+    return {"sdk": sdk, "raised": None, "attempts": counter.attempts}
 
 
 def refuse_network() -> list[str]:
@@ -167,7 +171,9 @@ def record_then_replay(
         },
     )
     assert result.returncode == 0, result.stderr[-4000:]
-    return Recording(store, key, replay_key, url, recorded, json.loads(result.stdout))
+    # The summary is the last line: an SDK may print a banner of its own before it.
+    summary = result.stdout.strip().splitlines()[-1]
+    return Recording(store, key, replay_key, url, recorded, json.loads(summary))
 
 
 def eight_char_pieces(secret: str) -> set[str]:

@@ -18,9 +18,9 @@ import pytest
 from fakeprovider import FakeProvider
 from redactkey import FixtureDir, FixtureTransport
 from sdk_matrix import (
-    CountingStore,
     Recording,
     SdkChecks,
+    counting_transport,
     miss_report,
     prompt,
     record_then_replay,
@@ -69,8 +69,7 @@ def scenarios(mode: str, store: Path, url: str, key: str) -> dict[str, Any]:
 def misses(store: Path, url: str, key: str) -> list[dict[str, Any]]:
     found = []
     for is_async in (False, True):
-        counting = CountingStore(store)
-        transport = _transport(counting, "replay", key)
+        transport = counting = counting_transport(store, key)
         client: Any = (
             anthropic.AsyncAnthropic(api_key=key, base_url=url,
                                      http_client=httpx2.AsyncClient(transport=transport))

@@ -25,7 +25,6 @@ from redactkey import FixtureDir, MissingFixtureError, UsageError, use_botocore
 from redactkey._eventstream import FrameDecoder, FrameError
 from redactkey._http import frame_bytes, frame_document
 from sdk_matrix import (
-    CountingStore,
     Recording,
     SdkChecks,
     miss_report,
@@ -73,13 +72,23 @@ def scenarios(mode: str, store: Path, url: str, key: str) -> dict[str, Any]:
     return out
 
 
+class _Attempts:
+    """Counts the requests botocore sends (registered before the replay hook)."""
+
+    attempts = 0
+
+    def __call__(self, **_: Any) -> None:
+        self.attempts += 1
+
+
 def misses(store: Path, url: str, key: str) -> list[dict[str, Any]]:
     found = []
     for operation in ("converse", "converse_stream"):
-        counting = CountingStore(store)
-        client = _bedrock("replay", counting, url, key)
+        client = _bedrock("replay", FixtureDir(store), url, key)
+        counter = _Attempts()
+        client.meta.events.register_first("before-send.bedrock-runtime", counter)
         call = getattr(client, operation)
-        found.append(miss_report(operation, counting, lambda call=call: call(
+        found.append(miss_report(operation, counter, lambda call=call: call(
             modelId="fake-model", messages=_messages("never recorded")
         )))
     return found

@@ -14,9 +14,9 @@ from mistralai.client import Mistral
 from fakeprovider import FakeProvider
 from redactkey import FixtureDir, FixtureTransport
 from sdk_matrix import (
-    CountingStore,
     Recording,
     SdkChecks,
+    counting_transport,
     miss_report,
     prompt,
     record_then_replay,
@@ -69,8 +69,7 @@ def scenarios(mode: str, store: Path, url: str, key: str) -> dict[str, Any]:
 def misses(store: Path, url: str, key: str) -> list[dict[str, Any]]:
     found = []
     for is_async in (False, True):
-        counting = CountingStore(store)
-        transport = _transport(counting, "replay", key)
+        transport = counting = counting_transport(store, key)
         client = _client(url, key, httpx2.Client(transport=transport),
                          httpx2.AsyncClient(transport=transport))
         method = client.chat.complete_async if is_async else client.chat.complete
