@@ -26,6 +26,7 @@ SDK (openai, anthropic) so that the SDK neither wraps nor retries it.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import sys
 from collections.abc import (
@@ -37,7 +38,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ._errors import DriftError, FixtureError, FixtureFormatError, MissingFixtureError
 from ._http import (
@@ -77,9 +78,11 @@ __all__ = [
     "StreamReply",
     "miss_body",
     "miss_needs_response",
+    "sending_live",
 ]
 
 JSON = Any
+T = TypeVar("T")
 
 # The SDKs pass their own errors through untouched and never retry them. A replay miss
 # that is also one of those surfaces as itself, at once, instead of being wrapped in a
@@ -250,6 +253,39 @@ def miss_body(miss: Exception) -> dict[str, JSON]:
     return {"error": {"type": "missing_fixture", "message": str(miss)}}
 
 
+# Set while a redactkey surface sends a request live, so that the pytest plugin's network
+# guard can tell the transport's own connections from a client that bypassed it.
+_SENDING: Final = contextvars.ContextVar("redactkey_sending", default=False)
+
+
+def sending_live() -> bool:
+    """True while a redactkey transport or adapter sends a live request (in this thread or
+    task): the connections it opens are its own, not a bypass."""
+    return _SENDING.get()
+
+
+def _marked(send: Callable[[], T]) -> Callable[[], T]:
+    def marked() -> T:
+        token = _SENDING.set(True)
+        try:
+            return send()
+        finally:
+            _SENDING.reset(token)
+
+    return marked
+
+
+def _amarked(send: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
+    async def marked() -> T:
+        token = _SENDING.set(True)
+        try:
+            return await send()
+        finally:
+            _SENDING.reset(token)
+
+    return marked
+
+
 def _read_whole(live: LiveStream) -> LiveResponse:
     try:
         body = b"".join(live.pieces)
@@ -413,6 +449,7 @@ class HttpFixtures:
         """The response to a request document, streamed or whole as the request, its
         recording or the live response says (see the module docstring). `open_stream`
         sends the request and returns the response unread."""
+        open_stream = _marked(open_stream)
         streams = self._streams(document)
         if streams is True:
             return self.stream(document, open_stream)
@@ -435,6 +472,7 @@ class HttpFixtures:
 
     def call(self, document: dict[str, JSON], send: Callable[[], LiveResponse]) -> Reply:
         """The whole response to a request document: replayed, or from `send` (recorded)."""
+        send = _marked(send)
         seen: list[LiveResponse] = []
         try:
             answer = self.fixtures.call(KIND, document, lambda: self._capture(seen, send()))
@@ -450,6 +488,7 @@ class HttpFixtures:
         """The streamed response to a request document: replayed chunk by chunk, or read
         from `open_stream` as the client reads it (recorded once read to its end). A
         live environment failure comes back whole, as a `Reply`."""
+        open_stream = _marked(open_stream)
         seen: list[LiveStream] = []
         opened: list[LiveStream] = []
 
@@ -512,6 +551,7 @@ class HttpFixtures:
         open_stream: Callable[[], Awaitable[AsyncLiveStream]],
     ) -> Reply | AsyncStreamReply:
         """Async twin of `exchange`."""
+        open_stream = _amarked(open_stream)
         streams = self._streams(document)
         if streams is True:
             return await self.astream(document, open_stream)
@@ -536,6 +576,7 @@ class HttpFixtures:
         self, document: dict[str, JSON], send: Callable[[], Awaitable[LiveResponse]]
     ) -> Reply:
         """Async twin of `call`: `send` returns an awaitable `LiveResponse`."""
+        send = _amarked(send)
         seen: list[LiveResponse] = []
 
         async def live() -> JSON:
@@ -553,6 +594,7 @@ class HttpFixtures:
         self, document: dict[str, JSON], open_stream: Callable[[], Awaitable[AsyncLiveStream]]
     ) -> Reply | AsyncStreamReply:
         """Async twin of `stream`: `open_stream` returns an awaitable `AsyncLiveStream`."""
+        open_stream = _amarked(open_stream)
         seen: list[AsyncLiveStream] = []
         opened: list[AsyncLiveStream] = []
 

@@ -67,6 +67,10 @@ REDACTKEY_FIXTURES = frozenset({
     "redactkey_transport",
 })
 
+# Fixtures that hand a test a redactkey transport: in record mode its other connections
+# are a bypass.
+TRANSPORT_FIXTURES = frozenset({"redactkey_tool_transport", "redactkey_transport"})
+
 _STATE_KEY = pytest.StashKey["_SessionState"]()
 _SETTINGS_KEY = pytest.StashKey["RedactkeySettings"]()
 
@@ -88,10 +92,18 @@ class NetworkRefusedError(FixtureError):
         self.nodeid = nodeid
         self.target = target
         self.mode = mode
+        if mode == "replay":
+            why = (f"redactkey replays (mode {mode}) and a replay run never reaches the "
+                   f"network; {HOW_TO_RECORD}, pass the client")
+        else:
+            # Recording: the connection bypassed the transport, so nothing of it would be
+            # recorded and its replay would reach the network (docs/clients.md).
+            why = (f"it did not go through a redactkey transport (mode {mode}), so it would "
+                   "not be recorded and its replay would reach the network; give every "
+                   "client slot, sync and async, (docs/clients.md)")
         super().__init__(
-            f"{nodeid}: network connection to {target} refused: redactkey replays "
-            f"(mode {mode}) and a replay run never reaches the network; {HOW_TO_RECORD}, "
-            "pass the client the redactkey_transport fixture "
+            f"{nodeid}: network connection to {target} refused: {why} "
+            "the redactkey_transport fixture "
             "(http_client=httpx2.Client(transport=redactkey_transport)), or allow local "
             "servers with --redactkey-allow-loopback"
         )
@@ -311,6 +323,11 @@ def _uses_redactkey(item: pytest.Item) -> bool:
     )
 
 
+def _uses_transport(item: pytest.Item) -> bool:
+    names = getattr(item, "fixturenames", ())
+    return any(name in TRANSPORT_FIXTURES for name in names)
+
+
 # --------------------------------------------------------------------------- network guard
 
 
@@ -348,6 +365,10 @@ class _NetworkGuard:
         host, shown = target
         if self.settings.allow_loopback and _is_loopback(host):
             return
+        from ._exchange import sending_live
+
+        if sending_live():
+            return  # the transport's own live call
         self.blocked.append(shown)
         # socket.create_connection closes its socket only on OSError; close it here so a
         # refused connection leaves no unclosed-socket ResourceWarning behind.
@@ -643,7 +664,13 @@ class _SessionState:
             return None
         # Resolve (and report a bad marker) in setup only; later phases reuse the result.
         settings = _settings_for(item) if resolve else item.stash.get(_SETTINGS_KEY, None)
-        if settings is None or not settings.replays_only:
+        if settings is None:
+            return None
+        # Replay refuses every connection; recording (no mode "live") refuses those that
+        # bypass the transport of a test that took one, e.g. an async slot left empty.
+        if not settings.replays_only and not (
+            "live" not in (settings.mode, settings.model_mode) and _uses_transport(item)
+        ):
             return None
         return _NetworkGuard(settings, self.part["blocked"].setdefault(item.nodeid, []))
 
