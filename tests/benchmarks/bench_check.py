@@ -1,6 +1,6 @@
 """Benchmark: `redact check` vs `detect-secrets scan -n` over a ~20 MB tree of cassette JSON.
 
-    python tests/benchmarks/bench_check.py [--mb 20] [--keep DIR]
+    python tests/benchmarks/bench_check.py [--mb 20] [--keep DIR] [--jobs 1]
         [--baseline-src DIR] [--skip-detect-secrets]
 
 Generates cassette-like JSON files (rVCR/vcrpy shape: headers, JSON bodies held as
@@ -134,17 +134,32 @@ def _cpu_run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return cpu, wall, proc.stdout, proc.returncode
 
 
+_PROGRAM = "import sys; from redactkey._cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _jobs_args(env: dict[str, str], jobs: int) -> list[str]:
+    """`-j N` where that tree's `redact check` has the option; nothing for older trees.
+
+    CPU seconds add up over worker processes: comparing one tree's parallel run with
+    another's serial run would count each worker's start-up as throughput lost.
+    """
+    probe = subprocess.run([sys.executable, "-c", _PROGRAM, "check", "--help"], env=env,
+                           capture_output=True, text=True, check=False)
+    return ["-j", str(jobs)] if "--jobs" in probe.stdout else []
+
+
 def _versus_baseline(root: Path, env: dict[str, str], mb: float, baseline: Path,
-                     rounds: int) -> None:
+                     rounds: int, jobs: int) -> None:
     """Throughput of this tree's `redact check` against another source tree's, alternating."""
-    program = "import sys; from redactkey._cli import main; sys.exit(main(sys.argv[1:]))"
-    args = [sys.executable, "-c", program, "check", "--format", "json", "."]
+    args = [sys.executable, "-c", _PROGRAM, "check", "--format", "json", "."]
     base_env = dict(env, PYTHONPATH=str(baseline.resolve()))
+    base_args = args + _jobs_args(base_env, jobs)
+    our_args = args + _jobs_args(env, jobs)
     ours: list[float] = []
     theirs: list[float] = []
     for _ in range(rounds):
-        theirs.append(_cpu_run(args, root, base_env)[0])
-        ours.append(_cpu_run(args, root, env)[0])
+        theirs.append(_cpu_run(base_args, root, base_env)[0])
+        ours.append(_cpu_run(our_args, root, env)[0])
     best_ours, best_theirs = min(ours), min(theirs)
     print(f"baseline {baseline}: best of {rounds}: {mb / best_theirs:.2f} MB/CPU-s; "
           f"this tree: {mb / best_ours:.2f} MB/CPU-s; "
@@ -159,6 +174,8 @@ def main() -> int:
                         help="a redactkey src directory to compare throughput against")
     parser.add_argument("--skip-detect-secrets", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs per side")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="redact check -j N (default 1: CPU time of the work, not of workers)")
     options = parser.parse_args()
     bindir = Path(sys.executable).parent
     redact = shutil.which("redact", path=str(bindir)) or "redact"
@@ -172,7 +189,7 @@ def main() -> int:
         env = {k: v for k, v in os.environ.items() if not k.startswith("REDACTKEY")}
 
         ours_cpu, ours_wall, out, code = _cpu_run(
-            [redact, "check", "--format", "json", "."], root, env)
+            [redact, "check", "--format", "json", "-j", str(options.jobs), "."], root, env)
         report = json.loads(out)
         found = {(f["path"], f["line"]) for f in report["findings"]}
         found_files = {f["path"] for f in report["findings"]}
@@ -185,7 +202,8 @@ def main() -> int:
         assert secret not in out  # the last planted key never reaches the output
 
         if options.baseline_src is not None:
-            _versus_baseline(root, env, mb, options.baseline_src, options.rounds)
+            _versus_baseline(root, env, mb, options.baseline_src, options.rounds,
+                             options.jobs)
         if options.skip_detect_secrets:
             print(f"redact check: {mb / ours_cpu:.2f} MB/CPU-s, missed {len(missed)}")
             return 0 if not missed else 1
