@@ -863,6 +863,43 @@ def _sdk_modules() -> None:
 
 
 @pytest.mark.usefixtures("_sdk_modules")
+class TestRunSecrets:
+    """`run_secrets` is built once per run and copied for each test."""
+
+    def test_each_test_gets_its_own_copy(
+        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A secret one test adds is not another test's; the environment's are everyone's,
+        and a change of the environment is seen."""
+        monkeypatch.setenv("BENCH_API_KEY", "env-" + "v" * 16)
+        pytester.makepyfile(
+            """
+            def test_adds(run_secrets):
+                assert "BENCH_API_KEY" in run_secrets
+                run_secrets.add("ADDED_TOKEN", "added-" + "w" * 12)
+                assert "ADDED_TOKEN" in run_secrets
+
+            def test_does_not_see_it(run_secrets):
+                assert "BENCH_API_KEY" in run_secrets
+                assert "ADDED_TOKEN" not in run_secrets
+
+            import pytest
+
+            @pytest.fixture
+            def later_key(monkeypatch):
+                monkeypatch.setenv("LATER_API_KEY", "later-" + "z" * 12)
+
+            def test_sees_a_changed_environment(later_key, run_secrets):
+                assert "LATER_API_KEY" in run_secrets
+
+            def test_after_the_change(run_secrets):
+                assert "LATER_API_KEY" not in run_secrets  # monkeypatch undid it
+                assert "BENCH_API_KEY" in run_secrets
+            """
+        )
+        run(pytester).assert_outcomes(passed=4)
+
+
 class TestSDKClients:
     """openai and anthropic clients record through `redactkey_transport`, then replay offline."""
 

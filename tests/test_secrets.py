@@ -357,3 +357,31 @@ class TestVariants:
     def test_mask_shows_at_most_a_quarter(self, value: str, shown: str) -> None:
         """The preview shows at most a quarter of the value and at most 4 characters."""
         assert mask(value) == shown
+
+
+class TestCopies:
+    """A copy of the run's secrets: independent values, shared derived work."""
+
+    def test_a_value_added_to_one_copy_is_not_in_the_other(self) -> None:
+        """Each test gets its own copy; what one adds, the others do not see."""
+        base = RunSecrets()
+        base.add("A_TOKEN", "first-" + "k" * 12)
+        mine, theirs = base.copy(), base.copy()
+        mine.add("B_TOKEN", "second-" + "m" * 12)
+        assert list(mine) == ["A_TOKEN", "B_TOKEN"]
+        assert list(theirs) == list(base) == ["A_TOKEN"]
+        assert mine.version > theirs.version == base.version
+
+    def test_patterns_are_those_of_the_values(self) -> None:
+        """A copy's patterns, and those after an addition, are what a fresh collector of
+        the same values computes."""
+        base = RunSecrets()
+        base.add("A_TOKEN", "first-" + "k" * 12)
+        assert base.copy().patterns() == base.patterns()
+        grown = base.copy()
+        grown.add("B_TOKEN", "second-" + "m" * 12)
+        fresh = RunSecrets()
+        fresh.add("A_TOKEN", "first-" + "k" * 12)
+        fresh.add("B_TOKEN", "second-" + "m" * 12)
+        assert grown.patterns() == fresh.patterns()
+        assert base.patterns() != grown.patterns()

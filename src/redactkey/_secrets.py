@@ -202,6 +202,24 @@ class RunSecrets:
         self._skipped: set[str] = set()
         self._version = 0
         self._lock = threading.Lock()
+        # (version, patterns): the patterns are assembled once per version of the values,
+        # and each value's encoded variants once (an added value adds its own only).
+        self._patterns: tuple[int, tuple[tuple[str, str], ...]] | None = None
+        self._variants: dict[str, tuple[str, ...]] = {}
+
+    def copy(self) -> RunSecrets:
+        """An independent copy: values added to either later are not seen by the other.
+        What is derived from the values (their encoded variants) is shared until then."""
+        other = RunSecrets(self._environ, min_length=self._min_length)
+        with self._lock:
+            other._values = {slot: list(values) for slot, values in self._values.items()}
+            other._sources = dict(self._sources)
+            other._missing = set(self._missing)
+            other._skipped = set(self._skipped)
+            other._version = self._version
+            other._patterns = self._patterns
+            other._variants = self._variants  # a function of each value: safe to share
+        return other
 
     # -- construction helpers --
 
@@ -355,13 +373,25 @@ class RunSecrets:
     def patterns(self) -> list[tuple[str, str]]:
         """Every (variant, slot) to search for, sorted; for the redactor, never for display."""
         with self._lock:
+            cached = self._patterns
+            version = self._version
             items = [(slot, list(values)) for slot, values in self._values.items()]
+        if cached is not None and cached[0] == version:
+            return list(cached[1])
         seen: dict[str, str] = {}
+        known = self._variants
         for slot, values in sorted(items):
             for value in values:
-                for variant in value_variants(value):
+                variants = known.get(value)
+                if variants is None:
+                    variants = known[value] = tuple(value_variants(value))
+                for variant in variants:
                     seen.setdefault(variant, slot)
-        return sorted(seen.items())
+        patterns = tuple(sorted(seen.items()))
+        with self._lock:
+            if self._version == version:
+                self._patterns = (version, patterns)
+        return list(patterns)
 
     def values(self) -> list[tuple[str, str]]:
         """Every (slot, value), sorted; for the redactor's masked-preview check, never for

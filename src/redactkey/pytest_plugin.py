@@ -593,6 +593,8 @@ class _SessionState:
         self.failed_unused = False
         self.dir_of: dict[str, str] = {}  # nodeid -> fixture directory, for collected tests
         self.project_config: Config | None = None  # [tool.redactkey], read on first use
+        # (environment, secrets): what `run_secrets` copies for each test
+        self.base_secrets: tuple[frozenset[tuple[str, str]], RunSecrets] | None = None
 
     @property
     def is_worker(self) -> bool:
@@ -900,13 +902,24 @@ def run_secrets(
     request: pytest.FixtureRequest, redactkey_secret_slots: list[object]
 ) -> RunSecrets:
     """The run's secrets: secret-looking environment variables, `[tool.redactkey]
-    secret-env`, and the slots `redactkey_secret_slots` declares. New per test."""
+    secret-env`, and the slots `redactkey_secret_slots` declares. Each test gets its
+    own (a copy of the run's, built once while the environment stays the same)."""
     from ._secrets import RunSecrets
 
     config = _project_config(request)
-    secrets = RunSecrets.from_env(min_length=config.min_secret_length)
-    secrets.collect(*config.secret_env, *redactkey_secret_slots)
-    return secrets
+    if redactkey_secret_slots:
+        secrets = RunSecrets.from_env(min_length=config.min_secret_length)
+        secrets.collect(*config.secret_env, *redactkey_secret_slots)
+        return secrets
+    # Built once while the environment stays the same; each test gets its own copy, so a
+    # secret one test adds is not another's, and the variants are computed once.
+    state = _state(request)
+    environment = frozenset(os.environ.items())
+    if state.base_secrets is None or state.base_secrets[0] != environment:
+        base = RunSecrets.from_env(min_length=config.min_secret_length)
+        base.collect(*config.secret_env)
+        state.base_secrets = (environment, base)
+    return state.base_secrets[1].copy()
 
 
 @pytest.fixture
