@@ -219,17 +219,16 @@ def _verdict(ok: bool) -> str:
 def _memory(tools: Tools, calls: list[Call], total: int) -> None:
     transport = FixtureTransport(tools.store, mode="replay", redactor=tools.redactor)
     client = _client(tools.base_url, transport)
-    plain = [(prompt, False) for prompt, stream in calls if not stream] or calls
+    plain = [prompt for prompt, stream in calls if not stream]
     marks: list[tuple[int, float]] = []
     tracemalloc.start()
     done = 0
     checkpoints = {total // 10, total}
     while done < total:
         batch = plain[: min(len(plain), total - done)]
-        for prompt, stream in batch:
-            client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": prompt}], stream=stream
-            )
+        for prompt in batch:
+            messages: Any = [{"role": "user", "content": prompt}]
+            client.chat.completions.create(model="m", messages=messages)
         done += len(batch)
         if any(done >= c and all(m[0] < c for m in marks) for c in checkpoints):
             gc.collect()
@@ -249,6 +248,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", type=int, default=10_000)
     parser.add_argument("--sweep-calls", type=int, default=60)
+    parser.add_argument("--only-memory", action="store_true",
+                        help="record, then measure memory only")
     args = parser.parse_args()
 
     calls = [(_prompt(n, 2048), n % 2 == 1) for n in range(args.calls)]
@@ -266,6 +267,9 @@ def main() -> int:
         finally:
             server.stop()
 
+        if args.only_memory:
+            _memory(tools, calls, args.memory)
+            return 0
         print(f"{args.calls} openai SDK calls (half streamed, {EVENTS} events; 2 KB prompts), "
               f"best of {args.rounds}, us per call:")
         times = {
