@@ -10,6 +10,8 @@ from ._errors import (
     CanonicalizationError,
     ConfigError,
     DriftError,
+    ExpiredFixtureError,
+    ExpiredFixtureWarning,
     FixtureError,
     FixtureFormatError,
     InputError,
@@ -29,6 +31,7 @@ from ._secrets import DeclaresSecrets, RunSecrets, collect_run_secrets
 from ._store import CassetteStore, FixtureDir, FixtureStore
 
 if TYPE_CHECKING:
+    from ._age import FixtureAges
     from ._aiohttp import aiohttp_session
     from ._botocore import use_botocore
     from ._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
 # the transport and vcr layers import httpx and httpx2, the replay layer jsonschema.
 _LAZY = {
     "ClientAdapter": "._replay",
+    "FixtureAges": "._age",
     "FixtureTransport": "._transport",
     "ModelFixtures": "._replay",
     "RequestsAdapter": "._requests",
@@ -63,8 +67,11 @@ __all__ = [
     "DeclaresSecrets",
     "DriftError",
     "DropKeys",
+    "ExpiredFixtureError",
+    "ExpiredFixtureWarning",
     "Finding",
     "Fixture",
+    "FixtureAges",
     "FixtureDir",
     "FixtureError",
     "FixtureFormatError",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,10 @@ from ._readers import RECORDING_FORMATS
 from ._secrets import mask
 from ._store import kind_for_file_name
 
-__all__ = ["Auditor", "audit_paths", "load_unused_files"]
+__all__ = ["Auditor", "audit_paths", "expired_issues", "load_unused_files"]
 
 _HTTP_FORMATS = RECORDING_FORMATS
+_AGED_FORMATS = RECORDING_FORMATS | {"fixture", "store"}
 
 
 class _FixtureSchema:
@@ -349,14 +351,21 @@ def audit_paths(
     unused: frozenset[Path] = frozenset(),
     progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
     jobs: int = 1,
+    max_age: timedelta | None = None,
 ) -> Report:
-    """Run `redact audit` over directories and files (`jobs` worker processes)."""
+    """Run `redact audit` over directories and files (`jobs` worker processes).
+
+    With `max_age`, recordings whose last commit (or mtime, outside git) is older are
+    reported as `expired-fixture`.
+    """
     report, targets = begin(paths, "audit", strict=checker.strict)
     auditor = Auditor(checker, unused=unused)
     worker = Auditor(checker, unused=unused)
     factory = functools.partial(_audit_work, checker.spec, unused) \
         if checker.spec is not None else None
     found: list[Issue] = []
+    by_display = {target.display: target for target in targets}
+    recordings: list[Target] = []  # files holding recorded calls, for their age
     for outcome in run_files(targets, functools.partial(audit_one, worker), jobs=jobs,
                              factory=factory, progress=progress):
         if outcome.unreadable is not None:
@@ -367,14 +376,44 @@ def audit_paths(
             continue
         found.extend(outcome.issues)
         report.read(outcome.display, outcome.format or "text")
+        if outcome.format in _AGED_FORMATS and outcome.display in by_display:
+            recordings.append(by_display[outcome.display])
         keys, fixture_files = outcome.extra
         for key, places in keys.items():
             auditor.keys.setdefault(key, []).extend(places)
         auditor.fixture_files.extend(fixture_files)
     found.extend(auditor.finish())
+    if max_age is not None:
+        found.extend(expired_issues(paths, recordings, max_age))
     for issue in found:
         if checker.allowlisted(issue):
             report.allowed += 1
         else:
             report.issues.append(issue)
     return report
+
+
+def expired_issues(roots: Sequence[str], targets: Sequence[Target],
+                   max_age: timedelta) -> list[Issue]:
+    """`expired-fixture` for each target last changed longer ago than `max_age`.
+
+    Each directory named in `roots` is read from git once (`FixtureAges`), so the
+    cost does not grow with the number of files.
+    """
+    from ._age import FixtureAges, format_duration
+
+    ages = FixtureAges()
+    for root in roots:
+        if Path(root).is_dir():
+            ages.ages(root, files=())
+    issues: list[Issue] = []
+    for target in targets:
+        found = ages.age_of(target.path)
+        if found is None or found.age() <= max_age:
+            continue
+        issues.append(Issue(
+            target.display, 1, "expired-fixture",
+            detail=f"recorded {format_duration(found.age())} ago (by "
+                   f"{found.described_source}), older than --max-age "
+                   f"{format_duration(max_age)}"))
+    return issues

@@ -252,10 +252,13 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
               default=None,
               help="A run report (.redactkey-report.json from the pytest plugin): the fixtures "
                    "it lists as unused are reported.")
+@click.option("--max-age", "max_age", default=None, metavar="DURATION",
+              help="Report recordings last committed longer ago than this (30d, 12h, 2w) as "
+                   "expired-fixture (mtime outside git).")
 def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
           config_path: Path | None, output: Path | None, color: bool | None,
           verbose: bool, exit_zero: bool, strict: bool, jobs: int | None,
-          run_report: Path | None) -> int:
+          run_report: Path | None, max_age: str | None) -> int:
     """Audit fixture directories and recorded-HTTP cassettes under PATHS.
 
     Checks secrets, identifying headers, cookies, volatile values, keys vs file
@@ -264,6 +267,14 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     """
     if not paths:
         raise click.UsageError("give the fixture directories or cassettes to audit")
+    age_limit = None
+    if max_age is not None:
+        from ._age import parse_duration
+
+        try:
+            age_limit = parse_duration(max_age)
+        except RedactkeyError as exc:
+            raise click.UsageError(f"--max-age: {exc}") from None
     _config, checker = _setup(config_path, secret_env, strict=strict)
     from ._audit import audit_paths, load_unused_files  # jsonschema: only for the audit
 
@@ -275,7 +286,8 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
             raise InputFailure(str(exc)) from None
     with progress_bar(color) as advance:
         report = audit_paths(paths, checker, unused=unused, progress=advance,
-                             jobs=jobs if jobs is not None else default_jobs())
+                             jobs=jobs if jobs is not None else default_jobs(),
+                             max_age=age_limit)
     return _emit(report, fmt, output, color, verbose, exit_zero)
 
 

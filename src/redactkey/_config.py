@@ -6,6 +6,8 @@
     sensitive-keys = ["x-internal-token"]      # extra credential-named fields
     secret-env = ["ACME_PASSWORD"]             # extra environment variables holding secrets
     max-fixture-bytes = 1048576                # the audit flags larger files
+    max-age = "90d"                            # fixtures older than this (by git) expire
+    on-expiry = "warn"                         # warn | fail | rerecord
 
     [[tool.redactkey.detectors]]               # extra regex detectors
     name = "acme-token"
@@ -37,7 +39,7 @@ import fnmatch
 import re
 import sys
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -176,7 +178,22 @@ class Config(_Model):
     allowlist: tuple[AllowEntry, ...] = ()
     max_fixture_bytes: int = Field(default=1024 * 1024, ge=1)
     verify: VerifySettings = Field(default_factory=VerifySettings)
+    max_age: str | None = None
+    on_expiry: Literal["warn", "fail", "rerecord"] = "warn"
     source: str | None = Field(default=None, exclude=True)
+
+    @field_validator("max_age")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            from ._age import parse_duration
+            from ._errors import UsageError
+
+            try:
+                parse_duration(value)
+            except UsageError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("sensitive_keys", "secret_env")
     @classmethod

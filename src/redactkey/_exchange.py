@@ -62,6 +62,9 @@ from ._http import (
 from ._replay import ModelFixtures
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from ._age import ExpiryAction, FixtureAges
     from ._keys import KeySpec
     from ._redact import Redactor
     from ._replay import Mode
@@ -314,7 +317,8 @@ class HttpFixtures:
     ``model=False``), `redactor`, `spec` (default: the "http" `KeySpec`),
     `response_headers` (the allowlist a stored response keeps) and `how_to_record`
     (the advice a replay miss ends with), `verify`, `on_drift` and `how_to_rerecord`
-    (verify mode) mean what they mean for `FixtureTransport`.
+    (verify mode), `max_age`, `on_expiry` and `ages` mean what they mean for
+    `FixtureTransport`.
     """
 
     def __init__(
@@ -330,12 +334,16 @@ class HttpFixtures:
         verify: VerifyRules | None = None,
         on_drift: Callable[[DriftError], None] | None = None,
         how_to_rerecord: str | None = None,
+        max_age: str | timedelta | None = None,
+        on_expiry: ExpiryAction = "warn",
+        ages: FixtureAges | None = None,
     ) -> None:
         self.store = store
         self.fixtures = ModelFixtures(
             store, mode=mode, redactor=redactor, spec=spec, model=model,
             how_to_record=how_to_record, verify=verify, on_drift=on_drift,
-            how_to_rerecord=how_to_rerecord, copy_answers=False,
+            how_to_rerecord=how_to_rerecord, copy_answers=False, max_age=max_age,
+            on_expiry=on_expiry, ages=ages,
         )
         # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
         self.redactor: Redactor = self.fixtures.redactor  # type: ignore[assignment]

@@ -33,14 +33,25 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
+from datetime import timedelta
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 import jsonschema
 
+from ._age import (
+    EXPIRY_ACTIONS,
+    ExpiryAction,
+    FixtureAge,
+    FixtureAges,
+    format_duration,
+    parse_duration,
+)
 from ._canonical import JSONValue, pointer_join, to_json
 from ._errors import (
     ConfigError,
     DriftError,
+    ExpiredFixtureError,
+    ExpiredFixtureWarning,
     MissingFixtureError,
     RecordedError,
     StaleFixtureError,
@@ -299,6 +310,9 @@ class ModelFixtures:
     reads it, such as the HTTP layer that turns it into bytes at once).
     In verify mode, `verify` (a `VerifyRules`) says what to ignore, and `on_drift`
     receives each `DriftError` instead of it being raised (e.g. `RunReport.drift`).
+    `max_age` ("90d", "12h", a timedelta) with `on_expiry` ("warn", "fail" or
+    "rerecord": record it again when a live callee is given) acts on replayed fixtures
+    older than that, aged by their last git commit (`ages`, shareable across layers).
     """
 
     def __init__(
@@ -320,6 +334,9 @@ class ModelFixtures:
         on_drift: Callable[[DriftError], None] | None = None,
         how_to_rerecord: str | None = None,
         copy_answers: bool = True,
+        max_age: str | timedelta | None = None,
+        on_expiry: ExpiryAction = "warn",
+        ages: FixtureAges | None = None,
     ) -> None:
         self.store = store
         self.copy_answers = copy_answers
@@ -339,6 +356,11 @@ class ModelFixtures:
         self._validators: dict[str, Any] = {}
         self.verify_rules = verify if verify is not None else VerifyRules()
         self.on_drift = on_drift
+        self.max_age = parse_duration(max_age) if max_age is not None else None
+        if on_expiry not in EXPIRY_ACTIONS:
+            raise UsageError(f"on_expiry={on_expiry!r}: use one of {', '.join(EXPIRY_ACTIONS)}")
+        self.on_expiry: ExpiryAction = on_expiry
+        self.ages = ages if ages is not None else FixtureAges()
         self.how_to_rerecord = how_to_rerecord or (
             "pass mode='record' for this call" if self._mode_source == "argument"
             else f"set {MODE_ENV}=record for this test and run it again"
@@ -394,10 +416,37 @@ class ModelFixtures:
             self.report.note(outcome, call.kind, call.key, file=file,
                              store=self.store.location, label=self.label)
 
-    def _lookup(self, call: _Call) -> Fixture | None:
+    def _expired(self, call: _Call) -> FixtureAge | None:
+        if self.max_age is None:
+            return None
+        found = self.ages.age_of(self.store.path_for(call.kind, call.key))
+        if found is None or found.age() <= self.max_age:
+            return None
+        return found
+
+    def _fresh(self, call: _Call, can_rerecord: bool) -> bool:
+        """False when an expired fixture is to be recorded again instead of replayed."""
+        found = self._expired(call)
+        if found is None:
+            return True
+        assert self.max_age is not None
+        path = str(found.path)
+        age, max_age = format_duration(found.age()), format_duration(self.max_age)
+        if self.on_expiry == "fail":
+            raise ExpiredFixtureError(path, age, max_age, how_to_record=self.how_to_rerecord,
+                                      source=found.described_source)
+        if self.on_expiry == "rerecord" and can_rerecord:
+            return False
+        warn_at_caller(ExpiredFixtureWarning(path, age, max_age,
+                                             source=found.described_source))
+        return True
+
+    def _lookup(self, call: _Call, can_rerecord: bool = False) -> Fixture | None:
         """The recorded fixture to replay, or None when the call must go live."""
         if self.mode == "replay" or self.mode == "auto":
             fixture = self.store.get(call.kind, call.key)
+            if fixture is not None and not self._fresh(call, can_rerecord):
+                return None
             if fixture is not None:
                 self._report("replayed", call)
                 return fixture
@@ -689,7 +738,7 @@ class ModelFixtures:
                 self._verify_failure(call, recorded, exc)
                 raise
             return self._verify_answer(call, recorded, answer, schema)
-        fixture = self._lookup(call)
+        fixture = self._lookup(call, live is not None)
         if fixture is not None:
             return self._answer_from(fixture, schema)
         live = self._going_live(call, live)
@@ -725,7 +774,7 @@ class ModelFixtures:
                 self._verify_failure(call, recorded, exc)
                 raise
             return self._verify_stream(call, recorded, source)
-        fixture = self._lookup(call)
+        fixture = self._lookup(call, live is not None)
         if fixture is not None:
             return iter(self._chunks_from(fixture))
         live = self._going_live(call, live)
@@ -767,7 +816,7 @@ class ModelFixtures:
                 self._verify_failure(call, recorded, exc)
                 raise
             return self._verify_answer(call, recorded, answer, schema)
-        fixture = self._lookup(call)
+        fixture = self._lookup(call, live is not None)
         if fixture is not None:
             return self._answer_from(fixture, schema)
         live = self._going_live(call, live)
@@ -794,7 +843,7 @@ class ModelFixtures:
         if self.mode == "verify":
             callee, recorded = self._need_live(live), self._verify_lookup(call)
             return self._averify_stream(call, recorded, callee)
-        fixture = self._lookup(call)
+        fixture = self._lookup(call, live is not None)
         if fixture is not None:
             return _aiter_list(self._chunks_from(fixture))
         live = self._going_live(call, live)
@@ -1061,10 +1110,14 @@ class ToolFixtures:
         environ: Mapping[str, str] | None = None,
         verify: VerifyRules | None = None,
         on_drift: Callable[[DriftError], None] | None = None,
+        max_age: str | timedelta | None = None,
+        on_expiry: ExpiryAction = "warn",
+        ages: FixtureAges | None = None,
     ) -> None:
         self.fixtures = ModelFixtures(
             store, mode=mode, redactor=redactor, recordable=recordable, report=report,
             label=label, model=False, environ=environ, verify=verify, on_drift=on_drift,
+            max_age=max_age, on_expiry=on_expiry, ages=ages,
         )
 
     @property

@@ -28,9 +28,12 @@ from ._exchange import (
 from ._http import RESPONSE_HEADERS, request_document
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     import httpx
     import httpx2
 
+    from ._age import ExpiryAction, FixtureAges
     from ._keys import KeySpec
     from ._redact import Redactor
     from ._replay import Mode
@@ -163,6 +166,7 @@ class FixtureTransport(_TransportBase):
     `how_to_record` replaces the advice a replay miss ends with. In verify mode every
     request goes live and the response is compared with its recording (`verify` rules,
     `on_drift` to collect instead of raising `DriftError`); nothing is written.
+    `max_age` / `on_expiry` / `ages` act on old fixtures as in `ModelFixtures`.
     """
 
     def __init__(
@@ -179,12 +183,16 @@ class FixtureTransport(_TransportBase):
         verify: VerifyRules | None = None,
         on_drift: Callable[[DriftError], None] | None = None,
         how_to_rerecord: str | None = None,
+        max_age: str | timedelta | None = None,
+        on_expiry: ExpiryAction = "warn",
+        ages: FixtureAges | None = None,
     ) -> None:
         self._store = store
         self._http = HttpFixtures(
             store, mode=mode, redactor=redactor, spec=spec, model=model,
             response_headers=response_headers, how_to_record=how_to_record,
             verify=verify, on_drift=on_drift, how_to_rerecord=how_to_rerecord,
+            max_age=max_age, on_expiry=on_expiry, ages=ages,
         )
         self._fixtures = self._http.fixtures
         self._redactor: Redactor = self._http.redactor

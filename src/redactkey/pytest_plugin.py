@@ -12,6 +12,8 @@ and the transport do the work. It adds
 - a per-test network guard in replay (``--redactkey-allow-loopback`` for local servers);
 - ``--redactkey-verify=fail|report`` for ``--redactkey-mode=verify``: a drift fails its
   test, or every drift of the run is collected into the summary and the run report;
+- ``--redactkey-max-age`` / ``--redactkey-on-expiry`` (or ``max-age`` / ``on-expiry`` in
+  ``[tool.redactkey]``): what happens to a replayed fixture older than that (by git);
 - an end-of-session summary and a JSON run report, merged across pytest-xdist workers.
 
 Nothing is patched at import time; the network guard exists only while a guarded
@@ -33,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._errors import DriftError, FixtureError, MissingFixtureError, RedactkeyError
+from ._age import EXPIRY_ACTIONS, ExpiryAction, FixtureAges, parse_duration
+from ._errors import DriftError, FixtureError, MissingFixtureError, RedactkeyError, UsageError
 from ._replay import (
     DEFAULT_MODE,
     MODE_ENV,
@@ -138,6 +141,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(default), or report every drift in the summary and run report",
     )
     group.addoption(
+        "--redactkey-max-age", dest="redactkey_max_age", default=None, metavar="DURATION",
+        help="fixtures last committed longer ago than this (30d, 12h, 2w) are expired "
+        "(default: max-age in [tool.redactkey], else never)",
+    )
+    group.addoption(
+        "--redactkey-on-expiry", dest="redactkey_on_expiry", choices=EXPIRY_ACTIONS,
+        default=None, help="what an expired fixture does: warn (default), fail, or rerecord "
+        "(record it again; the network guard is off)",
+    )
+    group.addoption(
         "--redactkey-report", dest="redactkey_report", default=None, metavar="PATH",
         help="where to write the JSON run report (default: ini redactkey_report)",
     )
@@ -193,6 +206,8 @@ class _ConfigSettings:
     report_path: Path | None
     fail_unused: bool
     verify: str = "fail"
+    max_age: str | None = None
+    on_expiry: ExpiryAction | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> _ConfigSettings:
@@ -222,6 +237,12 @@ class _ConfigSettings:
             raise pytest.UsageError(
                 f"ini redactkey_verify={verify!r}: use one of {', '.join(VERIFY_POLICIES)}"
             )
+        max_age = config.getoption("redactkey_max_age")
+        if max_age is not None:
+            try:
+                parse_duration(max_age)
+            except UsageError as exc:
+                raise pytest.UsageError(f"--redactkey-max-age: {exc}") from None
         return cls(
             mode=mode,
             model_mode=model_mode,
@@ -231,6 +252,8 @@ class _ConfigSettings:
             report_path=report_path,
             fail_unused=bool(config.getoption("redactkey_fail_unused")),
             verify=verify,
+            max_age=max_age,
+            on_expiry=config.getoption("redactkey_on_expiry"),
         )
 
 
@@ -595,6 +618,7 @@ class _SessionState:
         self.project_config: Config | None = None  # [tool.redactkey], read on first use
         # (environment, secrets): what `run_secrets` copies for each test
         self.base_secrets: tuple[frozenset[tuple[str, str]], RunSecrets] | None = None
+        self.ages = FixtureAges()  # git is asked once per fixture tree for the whole session
 
     @property
     def is_worker(self) -> bool:
@@ -659,9 +683,26 @@ class _SessionState:
 
     # -- the network guard, around every phase of a guarded test
 
+    def project(self) -> Config:
+        """`[tool.redactkey]` of the rootdir, read on first use."""
+        if self.project_config is None:
+            from ._config import load_config
+
+            self.project_config = load_config(self.config.rootpath)
+        return self.project_config
+
+    def expiry(self) -> tuple[str | None, ExpiryAction]:
+        """(max age, action on expiry): the options, else `[tool.redactkey]`."""
+        project = self.project()
+        return (self.conf.max_age or project.max_age,
+                self.conf.on_expiry or project.on_expiry)
+
     def _guarded(self, item: pytest.Item, *, resolve: bool) -> _NetworkGuard | None:
         if self.conf.guard == "off":
             return None
+        max_age, on_expiry = self.expiry()
+        if max_age is not None and on_expiry == "rerecord":
+            return None  # an expired fixture is recorded again, live
         if self.conf.guard == "used" and not _uses_redactkey(item):
             return None
         # Resolve (and report a bad marker) in setup only; later phases reuse the result.
@@ -879,12 +920,7 @@ def fixture_store(
 
 
 def _project_config(request: pytest.FixtureRequest) -> Config:
-    state = _state(request)
-    if state.project_config is None:
-        from ._config import load_config
-
-        state.project_config = load_config(request.config.rootpath)
-    return state.project_config
+    return _state(request).project()
 
 
 @pytest.fixture
@@ -952,17 +988,22 @@ def model_fixtures(
         redactor=redactor,
         label=request.node.nodeid,
         how_to_record=HOW_TO_RECORD_MODEL,
-        **_verify_options(request),
+        **_layer_options(request),
     )
 
 
-def _verify_options(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """What verify mode needs: the configured rules, where drifts go, how to re-record."""
+def _layer_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """What verify and expiry need: the configured rules, where drifts go, the session's
+    fixture ages, and how to re-record this test."""
     state = _state(request)
     nodeid = request.node.nodeid
+    max_age, on_expiry = state.expiry()
     options: dict[str, Any] = {
         "verify": _project_config(request).verify.rules(),
         "how_to_rerecord": f"pytest --redactkey-mode=record {shlex.quote(nodeid)}",
+        "max_age": max_age,
+        "on_expiry": on_expiry,
+        "ages": state.ages,
     }
     if state.conf.verify == "report":
         options["on_drift"] = lambda error: state.add_drift(nodeid, error)
@@ -1007,7 +1048,7 @@ def redactkey_transport(
     """
     yield from _transport(
         fixture_store, redactkey_settings.model_mode, redactor, redactkey_inner_transport,
-        _verify_options(request),
+        _layer_options(request),
     )
 
 
@@ -1022,5 +1063,5 @@ def redactkey_tool_transport(
     """A `FixtureTransport` for the HTTP APIs your tools call, in the tool mode."""
     yield from _transport(
         fixture_store, redactkey_settings.mode, redactor, redactkey_inner_transport,
-        _verify_options(request),
+        _layer_options(request),
     )
