@@ -15,7 +15,7 @@ from ._canonical import canonicalize
 from ._check import Baseline, Checker, CheckerSpec, build_redactor, check_paths, progress_bar
 from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
-from ._findings import EXIT_OK, EXIT_USAGE, Report
+from ._findings import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Report
 from ._keys import key_from_material, key_material
 from ._parallel import default_jobs
 from ._redact import MAX_NESTING, nesting_exceeds
@@ -328,6 +328,64 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
                    + (f"{changed} would change; run again with --write to apply"
                       if changed else "nothing to change"))
     return report.exit_code
+
+
+@cli.command()
+@click.option("--run-report", "run_report", required=True,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="The run report of a complete run (.redactkey-report.json).")
+@click.option("--write", is_flag=True, help="Delete the files. Without it, only list them.")
+@click.option("--force", is_flag=True,
+              help="Prune although the report comes from a partial run (-k, -m, deselected "
+                   "tests, collection errors, a lost xdist worker).")
+def prune(run_report: Path, write: bool, force: bool) -> int:
+    """Delete the fixtures a run report lists as unused (a dry run unless --write).
+
+    Only files inside the fixture directories the report names, with fixture file
+    names, are ever deleted. Exit 0 done (or nothing to do), 1 something refused
+    (a partial run, a file outside the roots), 2 usage error or unreadable report.
+    """
+    from ._prune import plan_prune
+
+    try:
+        plan = plan_prune(run_report, force=force)
+    except RedactkeyError as exc:
+        raise InputFailure(str(exc)) from None
+    shown_roots = ", ".join(_relative(root) for root in plan.roots) or "none"
+    click.echo(f"prune: {run_report} (fixture roots: {shown_roots})")
+    if plan.blocked:
+        click.echo("refused: the report comes from a partial run, so fixtures of the tests "
+                   "that did not run are listed as unused:")
+        for reason in plan.partial:
+            click.echo(f"  {reason}")
+        click.echo("run the whole suite and prune with its report, or pass --force")
+    for item, reason in plan.refused:
+        click.echo(f"refused: {item}: {reason}")
+    verb = "deleting" if write and not plan.blocked else "would delete"
+    for path in plan.delete:
+        click.echo(f"{verb} {_relative(path)}")
+    failed = plan.apply() if write and not plan.blocked else []
+    for gone, problem in failed:
+        click.echo(f"cannot delete {_relative(gone)}: {problem}")
+    count = len(plan.delete)
+    if plan.blocked:
+        click.echo(f"prune: nothing deleted; {count} file(s) listed as unused")
+    elif write:
+        click.echo(f"prune: {count - len(failed)} file(s) deleted"
+                   + (f", {len(plan.refused)} refused" if plan.refused else ""))
+    else:
+        click.echo(f"prune (dry run): {count} file(s) would be deleted"
+                   + (f", {len(plan.refused)} refused" if plan.refused else "")
+                   + ("; run again with --write to delete them" if count else ""))
+    refused = plan.blocked or bool(plan.refused) or bool(failed)
+    return EXIT_FINDINGS if refused else EXIT_OK
+
+
+def _relative(path: Path) -> str:
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

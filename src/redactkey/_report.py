@@ -147,8 +147,14 @@ class RunReport:
             {**asdict(e), "store": _shown(e.store, base), "file": _shown(e.file, base)}
             for e in self.events()
         ]
+        directories = list(directories)
         unused = {_shown(str(p), base) for d in directories for p in self.unused(d)}
-        extra: dict[str, Any] = {}
+        # the directories whose unused files were checked: the only ones `redact prune`
+        # may touch; the caller vouches that the run was complete
+        extra: dict[str, Any] = {
+            "fixture_dirs": sorted({_shown(str(d), base) for d in directories}),
+            "partial": [],
+        }
         with self._lock:
             drifts = list(self._drifts)
         if drifts:

@@ -29,7 +29,7 @@ import socket
 import threading
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -500,7 +500,8 @@ def _shown(path: Path, root: Path) -> str:
 
 def _new_part() -> dict[str, Any]:
     # One process's share of the run; JSON data only so xdist can ship it to the controller.
-    return {"events": [], "dirs": {}, "blocked": {}, "used": False, "drifts": []}
+    return {"events": [], "dirs": {}, "blocked": {}, "used": False, "drifts": [],
+            "deselected": 0, "collect_errors": 0, "partial": []}
 
 
 def _merge_parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -509,6 +510,11 @@ def _merge_parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
         merged["events"].extend(part["events"])
         merged["used"] = merged["used"] or part["used"]
         merged["drifts"].extend(part.get("drifts", []))
+        # every xdist worker collects (and deselects) the whole suite
+        merged["deselected"] = max(merged["deselected"], part.get("deselected", 0))
+        merged["collect_errors"] = max(merged["collect_errors"], part.get("collect_errors", 0))
+        merged["partial"].extend(r for r in part.get("partial", [])
+                                 if r not in merged["partial"])
         for nodeid, targets in part["blocked"].items():
             merged["blocked"].setdefault(nodeid, []).extend(targets)
         for path, info in part["dirs"].items():
@@ -534,6 +540,8 @@ class _Summary:
     unchecked: list[str]  # directories whose unused files were not checked, with why
     blocked: dict[str, list[str]]
     drifted: list[dict[str, Any]]
+    fixture_dirs: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)  # why the run did not cover every test
 
     def rerecord_command(self) -> str:
         """The pytest command that re-records just the tests whose answers drifted."""
@@ -560,6 +568,8 @@ class _Summary:
             mode=mode,
             model_mode=model_mode,
             unchecked=self.unchecked,
+            fixture_dirs=[moved(path) for path in self.fixture_dirs],
+            partial=self.partial,
             blocked=[
                 {"test": test, "target": target}
                 for test, targets in sorted(self.blocked.items()) for target in targets
@@ -597,7 +607,19 @@ def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
         unchecked=unchecked,
         blocked={k: v for k, v in merged["blocked"].items() if v},
         drifted=merged["drifts"],
+        fixture_dirs=sorted(merged["dirs"]),
+        partial=_partial_reasons(merged),
     )
+
+
+def _partial_reasons(merged: dict[str, Any]) -> list[str]:
+    """Why a run did not cover every test (so its unused files are not all unused)."""
+    reasons = list(merged["partial"])
+    if merged["deselected"]:
+        reasons.append(f"{merged['deselected']} test(s) deselected")
+    if merged["collect_errors"]:
+        reasons.append(f"{merged['collect_errors']} collection error(s)")
+    return reasons
 
 
 # --------------------------------------------------------------------------- session state
@@ -643,7 +665,12 @@ class _SessionState:
         except pytest.UsageError:
             return None  # reported when the test sets up
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.part["collect_errors"] += 1
+
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.part["deselected"] += len(items)
         for item in items:
             settings = self._settings_or_none(item)
             if settings is not None:
@@ -768,6 +795,10 @@ class _SessionState:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        if error is not None:
+            worker = getattr(node, "gateway", None)
+            self.part["partial"].append(
+                f"xdist worker {getattr(worker, 'id', '?')} was lost before the end")
         output = getattr(node, "workeroutput", None) or {}
         part = output.get("redactkey")
         if part is not None:
@@ -778,6 +809,7 @@ class _SessionState:
         if self.is_worker:
             self.config.workeroutput["redactkey"] = self.part  # type: ignore[attr-defined]
             return
+        self.part["partial"].extend(self._selection_reasons(session))
         merged = _merge_parts([self.part, *self.worker_parts])
         if not (merged["used"] or merged["blocked"]):
             # A session that ran no redactkey test (none collected, --collect-only)
@@ -798,6 +830,26 @@ class _SessionState:
         if summary.drifted and session.exitstatus == pytest.ExitCode.OK:
             # report mode lets every test finish; the run still says that answers drifted
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _selection_reasons(self, session: pytest.Session) -> list[str]:
+        """What in the invocation narrowed the run to a subset of the suite."""
+        option = self.config.option
+        reasons = []
+        if getattr(option, "keyword", ""):
+            reasons.append(f"-k {option.keyword!r} selected a subset of the tests")
+        if getattr(option, "markexpr", ""):
+            reasons.append(f"-m {option.markexpr!r} selected a subset of the tests")
+        if self.config.args_source == pytest.Config.ArgsSource.ARGS and any(
+            "::" in str(arg) or not (self.config.invocation_params.dir / str(arg)).is_dir()
+            for arg in self.config.args
+        ):
+            # a fixture directory shared by several modules would look partly unused
+            reasons.append("tests were chosen by file or node id")
+        if session.shouldfail or session.shouldstop:
+            reasons.append("the run stopped early (-x, --maxfail or an interruption)")
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            reasons.append("the run was interrupted")
+        return reasons
 
     def _modes_line(self) -> str:
         mode = self.conf.mode or DEFAULT_MODE
