@@ -381,6 +381,76 @@ def prune(run_report: Path, write: bool, force: bool) -> int:
     return EXIT_FINDINGS if refused else EXIT_OK
 
 
+@cli.command()
+@click.argument("sources", nargs=-1, type=click.Path(path_type=str))
+@click.option("--to", "to", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The fixture directory to write (the layout below each SOURCE is kept).")
+@click.option("--write", is_flag=True,
+              help="Write the fixtures. Without it, only print the plan.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="List every planned fixture, duplicate and refusal (the default for up "
+                   "to 50 interactions).")
+@_SECRET_ENV
+@_CONFIG
+def migrate(sources: tuple[str, ...], to: Path, write: bool, verbose: bool,
+            secret_env: tuple[str, ...], config_path: Path | None) -> int:
+    """Turn vcrpy / pytest-recording, Ruby VCR and other cassettes into redactkey fixtures.
+
+    Each interaction is redacted and keyed as FixtureTransport records it (kind
+    "http"), SSE bodies split into events; duplicates are reported and unkeyable
+    interactions listed with a reason. A dry run unless --write. Exit 0 everything
+    migrated, 1 something was refused, 2 usage error.
+    """
+    if not sources:
+        raise click.UsageError("give the cassettes or cassette directories to migrate")
+    missing = [source for source in sources if not Path(source).exists()]
+    if missing:
+        raise click.UsageError(f"{missing[0]}: no such file or directory")
+    if to.exists() and not to.is_dir():
+        raise click.UsageError(f"--to {to}: not a directory")
+    from ._migrate import migrate as run_migration
+
+    _config, checker = _setup(config_path, secret_env)
+    plan = run_migration(sources, to, checker.redactor, write=write)
+    detail = verbose or plan.interactions <= 50
+    for path, reason in plan.skipped:
+        click.echo(f"skipped {path}: {reason}")
+    if detail:
+        for item in plan.planned:
+            redacted = f"; redacted: {', '.join(item.redacted)}" if item.redacted else ""
+            stream = " (stream)" if item.streamed else ""
+            replaces = " (replaces a different file)" if item.replaces else ""
+            if item.volatile:
+                redacted += ("; volatile key material, will not replay until normalised: "
+                             + ", ".join(item.volatile))
+            verb = "wrote" if write else "write"
+            click.echo(f"{verb} {_relative(item.target)}{replaces} <- {item.source}: "
+                       f"{item.method} {checker.redactor.redact_url(item.url)}{stream}"
+                       f"{redacted}")
+        for source, first, key in plan.duplicates:
+            click.echo(f"duplicate {source}: same key {key[:12]}… as {first}; not written")
+        for refused in plan.refused:
+            click.echo(f"refused {refused.source}: {refused.reason}")
+    formats = ", ".join(f"{fmt} {n}" for fmt, n in sorted(plan.files.items())) or "none"
+    reasons = "; ".join(f"{reason}: {n}" for reason, n in
+                        sorted(plan.refused_by_reason().items())) or "none"
+    click.echo(f"migrate: {sum(plan.files.values())} file(s) read ({formats}), "
+               f"{len(plan.skipped)} skipped; {plan.interactions} interaction(s): "
+               f"{len(plan.planned)} migrated, {len(plan.duplicates)} duplicate(s), "
+               f"{len(plan.refused)} refused ({reasons})")
+    volatile = sum(1 for item in plan.planned if item.volatile)
+    if volatile:
+        click.echo(f"migrate: {volatile} migrated call(s) hold volatile key material (UUIDs, "
+                   "timestamps) and will not replay until a normalizer replaces it "
+                   "(docs/keys.md)")
+    if write:
+        click.echo(f"migrate: {plan.written} fixture(s) written to {to}")
+    else:
+        click.echo(f"migrate (dry run): {len(plan.planned)} fixture(s) would be written to "
+                   f"{to}" + ("; run again with --write" if plan.planned else ""))
+    return EXIT_FINDINGS if plan.refused else EXIT_OK
+
+
 def _relative(path: Path) -> str:
     try:
         return path.relative_to(Path.cwd()).as_posix()
