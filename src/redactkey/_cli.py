@@ -413,9 +413,9 @@ def migrate(sources: tuple[str, ...], to: Path, write: bool, verbose: bool,
     _config, checker = _setup(config_path, secret_env)
     plan = run_migration(sources, to, checker.redactor, write=write)
     detail = verbose or plan.interactions <= 50
-    for path, reason in plan.skipped:
-        click.echo(f"skipped {path}: {reason}")
     if detail:
+        for path, reason in plan.skipped:
+            click.echo(f"skipped {path}: {reason}")
         for item in plan.planned:
             redacted = f"; redacted: {', '.join(item.redacted)}" if item.redacted else ""
             stream = " (stream)" if item.streamed else ""

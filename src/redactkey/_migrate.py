@@ -1,8 +1,10 @@
 """`redact migrate`: other tools' recordings as redactkey fixtures that replay through
 `FixtureTransport`.
 
-Each recorded HTTP exchange (from the readers the audit uses: vcrpy and
-pytest-recording YAML, Ruby VCR, rVCR JSON, ...) goes through the very record step
+Files are found by the walk and classifier the audit uses and read by its readers
+(vcrpy and pytest-recording YAML, Ruby VCR, rVCR and Betamax JSON, go-vcr, cassetter,
+HAR, nock, ...; gzip'd files too). Each recorded HTTP exchange goes through the very
+record step
 the transport runs (`HttpFixtures` in record mode) with the recorded response as the
 "live" one. So the request document, the key, the redaction, the stored response
 (SSE bodies split into events, a streamed call stored as chunks) and the file name
@@ -33,25 +35,24 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._cassettes import Interaction, Message, load_cassette
+from ._classify import Target, Unreadable, open_target, walk
 from ._errors import FixtureFormatError, RedactkeyError, VolatileValueWarning
 from ._exchange import HttpFixtures, LiveResponse, LiveStream
 from ._http import KIND, is_environment_failure, request_document, wants_stream
 from ._keys import request_key
+from ._readers import Exchange, exchanges, read_recording
 from ._redact import Redactor
 from ._store import FixtureDir, atomic_write
 
-__all__ = ["Exchange", "MigrationPlan", "Planned", "Unkeyable", "migrate", "read_exchanges"]
-
-_SUFFIXES = frozenset({".yaml", ".yml", ".json"})
+__all__ = ["MigrationPlan", "Planned", "Unkeyable", "WireCall", "migrate", "read_calls"]
 _TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded",
                "application/xml", "application/javascript", "application/x-ndjson",
                "multipart/form-data")
 
 
 @dataclass(frozen=True)
-class Exchange:
-    """One recorded HTTP exchange, as plain data (bodies decoded, as bytes)."""
+class WireCall:
+    """One recorded HTTP exchange as it went over the wire (bodies decoded, as bytes)."""
 
     source: str  # "path /interactions/3"
     method: str
@@ -110,23 +111,24 @@ class MigrationPlan:
 # -- reading ---------------------------------------------------------------------------
 
 
+def _header(headers: dict[str, list[str]], wanted: str) -> list[str]:
+    return [v for name, values in headers.items() if name.lower() == wanted for v in values]
+
+
 def _mime(headers: dict[str, list[str]]) -> str:
-    for name, values in headers.items():
-        if name.lower() == "content-type" and values:
-            return values[0].split(";", 1)[0].strip().lower()
-    return ""
+    values = _header(headers, "content-type")
+    return values[0].split(";", 1)[0].strip().lower() if values else ""
 
 
 def _is_text(mime: str) -> bool:
     return not mime or mime.endswith("+json") or mime.startswith(_TEXT_TYPES)
 
 
-def _pairs(message: Message) -> tuple[tuple[str, str], ...]:
-    return tuple((name, value) for name, values in message.headers.items() for value in values)
+def _pairs(headers: dict[str, list[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, value) for name, values in headers.items() for value in values)
 
 
-def _body_bytes(message: Message) -> bytes:
-    body = message.body
+def _body_bytes(body: object) -> bytes:
     if body is None:
         return b""
     if isinstance(body, str):
@@ -134,65 +136,67 @@ def _body_bytes(message: Message) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
-def _exchange(source: str, call: Interaction) -> Exchange | Unkeyable:
+def _wire_call(source: str, call: Exchange) -> WireCall | Unkeyable:
     if call.method in ("WS", "GRPC"):
         return Unkeyable(source, "a websocket or gRPC frame, not an HTTP exchange")
-    if not call.method or not call.uri:
+    if not call.method or not call.url:
         return Unkeyable(source, "no request method or URL recorded")
-    if call.response is None or call.status is None:
+    if call.status is None:
         return Unkeyable(source, "no response recorded")
     if is_environment_failure(call.status):
         return Unkeyable(source, f"HTTP {call.status}: a credential, quota or server failure, "
                                  "which redactkey never records")
-    request_mime = _mime(call.request.headers)
+    request_mime = _mime(call.request_headers)
     if not _is_text(request_mime):
         return Unkeyable(source, f"binary request body ({request_mime})")
-    request_body = _body_bytes(call.request)
+    request_body = _body_bytes(call.request_body)
     if request_mime == "multipart/form-data":
-        content_type = ",".join(call.request.header("content-type"))
+        content_type = ",".join(_header(call.request_headers, "content-type"))
         if "boundary=" not in content_type:
             return Unkeyable(source, "multipart body without its boundary in the content type "
                                      "(the key would change on every run)")
         boundary = content_type.split("boundary=", 1)[1].split(";", 1)[0].strip('"')
         if boundary.encode("latin-1", "replace") not in request_body:
             return Unkeyable(source, "multipart body not kept as recorded (binary parts)")
-    response_mime = _mime(call.response.headers)
+    response_mime = _mime(call.response_headers)
     if not _is_text(response_mime):
         return Unkeyable(source, f"binary response body ({response_mime})")
-    return Exchange(source, call.method.upper(), call.uri, _pairs(call.request), request_body,
-                    call.status, _pairs(call.response), _body_bytes(call.response))
+    return WireCall(source, call.method.upper(), call.url, _pairs(call.request_headers),
+                    request_body, call.status, _pairs(call.response_headers),
+                    _body_bytes(call.response_body))
 
 
-def read_exchanges(path: Path) -> tuple[str, list[Exchange | Unkeyable]]:
-    """(format, exchanges) of one recording file; `FixtureFormatError` when unreadable.
+def read_calls(path: Path, text: str, suffix: str,
+               display: str) -> tuple[str, list[WireCall | Unkeyable]]:
+    """(format, calls) of one recording's text, read by the audit's readers;
+    `FixtureFormatError` when it does not parse.
 
     A file with no HTTP interactions (a redactkey fixture, plain JSON/YAML) comes back
     with an empty list and its format, so the caller can say why it was passed over.
     """
-    recording = load_cassette(path)
+    recording = read_recording(path, text, suffix=suffix)
     return recording.format, [
-        _exchange(f"{path} {call.pointer}", call) for call in recording.interactions
+        _wire_call(f"{display} {call.pointer}", exchange)
+        for call, exchange in zip(recording.interactions, exchanges(recording), strict=True)
     ]
 
 
 # -- writing ---------------------------------------------------------------------------
 
 
-def _sources(paths: Sequence[str]) -> Iterator[tuple[Path, Path]]:
-    """(file, the directory its place under --to is relative to) for each recording."""
+def _sources(paths: Sequence[str], plan: MigrationPlan) -> Iterator[tuple[Target, Path]]:
+    """(file, the directory its place under --to is relative to) for each recording, as
+    the audit's walk finds them; what it passes over goes to `plan.skipped`."""
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            for file in sorted(path.rglob("*")):
-                parts = file.relative_to(path).parts
-                if (file.is_file() and file.suffix.lower() in _SUFFIXES
-                        and not any(part.startswith(".") for part in parts)):
-                    yield file, path
-        else:
-            yield path, path.parent
+        found = walk([raw])
+        plan.skipped.extend((s.display, s.reason) for s in found.skipped)
+        plan.skipped.extend((p.path, p.problem) for p in found.problems)
+        for target in found.targets:
+            yield target, path if path.is_dir() else path.parent
 
 
-def _redacted(redactor: Redactor, exchange: Exchange, document: object) -> tuple[str, ...]:
+def _redacted(redactor: Redactor, exchange: WireCall, document: object) -> tuple[str, ...]:
     response = {"headers": [list(h) for h in exchange.response_headers],
                 "body": exchange.response_body.decode("utf-8", "replace")}
     counts = Counter(f.rule for f in redactor.findings({"request": document,
@@ -201,7 +205,7 @@ def _redacted(redactor: Redactor, exchange: Exchange, document: object) -> tuple
                  for rule, count in sorted(counts.items()))
 
 
-def _record(fixtures: HttpFixtures, document: dict[str, object], exchange: Exchange) -> None:
+def _record(fixtures: HttpFixtures, document: dict[str, object], exchange: WireCall) -> None:
     if wants_stream(document):
         reply = fixtures.stream(document, lambda: LiveStream(
             exchange.status, exchange.response_headers, [exchange.response_body]))
@@ -236,14 +240,19 @@ def migrate(
     with tempfile.TemporaryDirectory(prefix="redactkey-migrate-") as temp:
         staging = Path(temp)
         stores: dict[Path, tuple[HttpFixtures, dict[str, str]]] = {}
-        for file, base in _sources(paths):
+        for target, base in _sources(paths, plan):
+            file = target.path
             try:
-                fmt, items = read_exchanges(file)
+                opened = open_target(target)
+                fmt, items = read_calls(file, opened.text, opened.suffix, target.display)
+            except Unreadable as exc:
+                plan.skipped.append((target.display, exc.problem))
+                continue
             except FixtureFormatError as exc:
-                plan.skipped.append((str(file), exc.problem))
+                plan.skipped.append((target.display, exc.problem))
                 continue
             if not items:
-                plan.skipped.append((str(file), f"no HTTP interactions ({fmt})"))
+                plan.skipped.append((target.display, f"no HTTP interactions ({fmt})"))
                 continue
             plan.files[fmt] += 1
             relative = file.parent.relative_to(base) if file.parent != base else Path()
@@ -270,7 +279,7 @@ def migrate(
 
 
 def _plan_one(plan: MigrationPlan, fixtures: HttpFixtures, seen: dict[str, str],
-              exchange: Exchange, target_dir: Path, redactor: Redactor) -> None:
+              exchange: WireCall, target_dir: Path, redactor: Redactor) -> None:
     try:
         document = request_document(exchange.method, exchange.url,
                                     exchange.request_headers, exchange.request_body)
