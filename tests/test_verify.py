@@ -139,6 +139,61 @@ class TestCompare:
         assert [(d.pointer, d.what) for d in found] == [("/events", "event types")]
 
 
+def _anthropic_events(text: str, tool_input: str, size: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message",
+                                              "role": "assistant", "content": []}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "text", "text": ""}},
+    ]
+    events += [{"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": text[i:i + size]}}
+               for i in range(0, len(text), size)]
+    events += [{"type": "content_block_stop", "index": 0},
+               {"type": "content_block_start", "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "lookup",
+                                  "input": {}}}]
+    events += [{"type": "content_block_delta", "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": tool_input[i:i + size]}}
+               for i in range(0, len(tool_input), size)]
+    events += [{"type": "content_block_stop", "index": 1},
+               {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                "usage": {"output_tokens": 9}},
+               {"type": "message_stop"}]
+    return events
+
+
+class TestProviderStreams:
+    """Anthropic message streams and the Responses API fold into their answers."""
+
+    def test_anthropic_tool_input_keys_across_any_cut(self) -> None:
+        """Text and tool input re-cut and re-worded verify; a renamed input key drifts."""
+        recorded = _anthropic_events("Let me look.", '{"city": "Paris"}', 3)
+        assert compare_streams("chat", recorded,
+                               _anthropic_events("Checking now", '{"city": "Rome"}', 5),
+                               VerifyRules()) == []
+        renamed = compare_streams("chat", recorded,
+                                  _anthropic_events("Let me look.", '{"town": "Paris"}', 3),
+                                  VerifyRules())
+        assert {d.pointer for d in renamed} == {"/*/content/1/input/city",
+                                                "/*/content/1/input/town"}
+
+    def test_responses_api_completed_event(self) -> None:
+        """The Responses API stream compares its response.completed answer."""
+        def stream(status: str, name: str) -> list[dict[str, Any]]:
+            response = {"id": "resp_1", "object": "response", "status": status,
+                        "created_at": 1, "output": [{"type": "function_call", "id": "fc_1",
+                                                     "name": name, "arguments": "{}"}]}
+            return [{"type": "response.created", "response": {**response, "output": []}},
+                    {"type": "response.completed", "response": response}]
+
+        assert compare_streams("chat", stream("completed", "f"), stream("completed", "f"),
+                               VerifyRules()) == []
+        assert [d.pointer for d in compare_streams("chat", stream("completed", "f"),
+                                                   stream("completed", "g"),
+                                                   VerifyRules())] == ["/*/output/0/name"]
+
+
 class TestModelFixturesVerify:
     """`mode="verify"` on the record/replay layer."""
 
