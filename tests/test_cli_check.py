@@ -144,13 +144,25 @@ class TestCheckSources:
         assert "a.txt:1: known-value (DEPLOY_BLOB)" in out
         assert value not in out
 
-    def test_secret_env_missing_is_usage_error(self, workdir: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
-        """Naming an unset variable is exit 2 with a message."""
+    def test_secret_env_missing_is_skipped_with_a_warning(
+        self, workdir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """An unset variable in the hook args is a warning naming it, not a failed commit."""
         (workdir / "a.txt").write_text("x\n", encoding="utf-8")
         code, out, err = run_cli(capsys, "check", "--secret-env", "NOT_SET_ANYWHERE_X", "a.txt")
-        assert code == 2
-        assert "NOT_SET_ANYWHERE_X" in out + err
+        assert code == 0
+        assert "skipping --secret-env NOT_SET_ANYWHERE_X: not set" in err
+
+    def test_secret_env_dummy_is_skipped_with_a_warning(
+        self, workdir: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """A stand-in value in a --secret-env variable is skipped as the library skips it."""
+        monkeypatch.setenv("ACME_PIN", "dummy")
+        (workdir / "a.txt").write_text("dummy\n", encoding="utf-8")
+        code, _out, err = run_cli(capsys, "check", "--secret-env", "ACME_PIN", "a.txt")
+        assert code == 0
+        assert "skipping ACME_PIN: its value is shorter than the safe minimum of 8" in err
 
     def test_configured_secret_env_unset_is_passed_over(
         self, workdir: Path, monkeypatch: pytest.MonkeyPatch,

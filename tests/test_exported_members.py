@@ -28,3 +28,8 @@ def test_errors_share_one_root() -> None:
         obj = getattr(redactkey, name)
         if isinstance(obj, type) and issubclass(obj, BaseException):
             assert issubclass(obj, redactkey.RedactkeyError), name
+
+
+def test_warnings_for_users_are_exported() -> None:
+    """The warnings a user may filter are importable from `redactkey`."""
+    assert {"DummySecretWarning", "VolatileValueWarning"} <= set(redactkey.__all__)

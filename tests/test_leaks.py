@@ -123,7 +123,7 @@ class TestNoLeakProperty:
         self, secret: str, doc: Any, how: int, lead: bytes, tail: bytes, before: str, after: str
     ) -> None:
         """Plant one encoded form anywhere in random JSON; no variant of the secret is left."""
-        secrets = RunSecrets({})
+        secrets = RunSecrets({}, skip_short=False)
         secrets.add("RANDOM_SECRET", secret)
         redactor = Redactor(secrets)
         planted = {"doc": doc, "carrier": before + _encode(secret, how, lead, tail) + after}

@@ -22,10 +22,60 @@ from redactkey import (
     UsageError,
     collect_run_secrets,
 )
-from redactkey._secrets import looks_secret_env_name, mask, value_variants
+from redactkey._errors import DummySecretWarning
+from redactkey._secrets import dummy_reason, looks_secret_env_name, mask, value_variants
 
 TOKEN = "sk-proj-" + "A1b2" * 12
 OTHER = "gh" + "p_" + "Z9y8" * 9
+RECORDING = {"REDACTKEY_MODE": "record"}
+
+
+class TestStandIns:
+    """A stand-in value: skipped with one warning while nothing records, refused otherwise."""
+
+    @pytest.mark.parametrize("value", ["dummy", "sk-test-key", "your-api-key-here", "x" * 40])
+    def test_replay_skips_with_one_warning(self, value: str) -> None:
+        """In replay (the default) a dummy key is skipped, listed, and warned about once."""
+        with pytest.warns(DummySecretWarning, match="OPENAI_API_KEY") as caught:
+            secrets = RunSecrets.from_env({"OPENAI_API_KEY": value, "A_TOKEN": TOKEN})
+        assert len(caught) == 1
+        assert caught[0].filename == __file__
+        assert list(secrets) == ["A_TOKEN"]
+        assert set(secrets.dummies) == {"OPENAI_API_KEY"}
+        assert value not in str(caught[0].message)
+
+    def test_model_override_recording_refuses(self) -> None:
+        """Recording model calls alone is recording: a short value is refused, naming the
+        slot and the setting that lowers the minimum."""
+        env = {"OPENAI_API_KEY": "dummy", "REDACTKEY_MODEL_MODE": "auto"}
+        with pytest.raises(SecretError, match="OPENAI_API_KEY") as info:
+            RunSecrets.from_env(env)
+        assert "min-secret-length" in str(info.value)
+        assert "redactkey_min_secret_length" in str(info.value)
+
+    def test_long_placeholder_is_kept_when_recording(self) -> None:
+        """A placeholder long enough to redact safely is used when recording (a fake server)."""
+        secrets = RunSecrets.from_env({"OPENAI_API_KEY": "sk-test-key-for-ci", **RECORDING})
+        assert list(secrets) == ["OPENAI_API_KEY"]
+
+    def test_real_looking_keys_are_not_placeholders(self) -> None:
+        """Keys with random characters are never taken for placeholders."""
+        assert dummy_reason(TOKEN) is None
+        assert dummy_reason("sk_test_" + "51HabcDEF123ghiJKL") is None
+        assert dummy_reason("x" * 5000 + "Z") is None
+
+    def test_explicit_skip_is_quiet(self) -> None:
+        """`skip_short=True` skips without a warning: the caller reports `.dummies` itself."""
+        secrets = RunSecrets({}, skip_short=True)
+        secrets.add("PIN_TOKEN", "1234")
+        assert secrets.dummies == {
+            "PIN_TOKEN": "its value is shorter than the safe minimum of 8 characters"}
+
+    def test_collect_follows_the_same_rule(self) -> None:
+        """collect_run_secrets skips a dummy declared slot in replay."""
+        with pytest.warns(DummySecretWarning):
+            secrets = collect_run_secrets([{"PIN_TOKEN": lambda: "abc"}], environ={})
+        assert secrets.skipped == {"PIN_TOKEN"}
 
 
 class TestRunSecrets:
@@ -55,7 +105,7 @@ class TestRunSecrets:
     def test_short_value_is_refused_naming_the_slot(self, value: str) -> None:
         """A value under 8 characters is refused; the message names the slot, not the value."""
         with pytest.raises(SecretError) as info:
-            RunSecrets({}).add("DB_PASSWORD", value)
+            RunSecrets(RECORDING).add("DB_PASSWORD", value)
         assert info.value.slot == "DB_PASSWORD"
         assert "DB_PASSWORD" in str(info.value)
         if value:
@@ -214,7 +264,7 @@ class TestFromEnv:
     def test_short_secret_variable_is_refused(self) -> None:
         """A short credential-named value is an error naming the variable."""
         with pytest.raises(SecretError, match="DB_PASSWORD"):
-            RunSecrets.from_env({"DB_PASSWORD": "abc"})
+            RunSecrets.from_env({"DB_PASSWORD": "abc", **RECORDING})
 
     def test_skip_short_lists_instead_of_raising(self) -> None:
         """With skip_short=True a short value is skipped and named in `.skipped`."""
@@ -316,7 +366,8 @@ class TestCollectRunSecrets:
         """A short SecretStr is refused with the slot name."""
         with pytest.raises(SecretError, match=r"Outer\.keys\[0\]"):
             collect_run_secrets(
-                [Outer(inner=Inner(token=SecretBytes(OTHER.encode())), keys=[SecretStr("short")])]
+                [Outer(inner=Inner(token=SecretBytes(OTHER.encode())), keys=[SecretStr("short")])],
+                environ=RECORDING,
             )
 
     def test_unknown_component_is_a_usage_error(self) -> None:

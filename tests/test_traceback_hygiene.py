@@ -30,15 +30,15 @@ def secrets():
     return s
 
 def test_short_secret():
-    RunSecrets().add("PIN_TOKEN", SHORT)
+    RunSecrets(skip_short=False).add("PIN_TOKEN", SHORT)
 
 def test_short_secret_from_env():
-    RunSecrets.from_env({{"SERVICE_API_KEY": SHORT}})
+    RunSecrets.from_env({{"SERVICE_API_KEY": SHORT, "REDACTKEY_MODE": "record"}})
 
 def test_short_secret_from_component():
     class Tool:
         secret_slots = {{"PIN_TOKEN": lambda: SHORT}}
-    collect_run_secrets([Tool()])
+    collect_run_secrets([Tool()], skip_short=False)
 
 def test_replay_miss():
     fixtures = ModelFixtures(FixtureDir("fx"), mode="replay", redactor=Redactor(secrets()))
@@ -84,7 +84,8 @@ class TestTracebacks:
             """
         )
         pytester.makepyfile(test_uses="def test_it(run_secrets):\n    pass\n")
-        result = pytester.runpytest_subprocess("--tb=long", "-p", "no:cacheprovider")
+        result = pytester.runpytest_subprocess("--tb=long", "-p", "no:cacheprovider",
+                                               "--redactkey-mode=record")
         result.assert_outcomes(errors=1)
         output = result.stdout.str() + result.stderr.str()
         assert "PIN_TOKEN" in output

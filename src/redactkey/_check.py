@@ -29,7 +29,7 @@ from ._classify import (
 )
 from ._config import Config
 from ._detectors import NEAR_MISS_RULES
-from ._errors import FixtureFormatError, SecretError, UsageError
+from ._errors import FixtureFormatError, UsageError
 from ._findings import InputProblem, Issue, Report, value_tag
 from ._parallel import Outcome, run_files
 from ._placeholders import AUTH_SCHEMES, looks_redacted
@@ -283,40 +283,27 @@ def build_redactor(
 ) -> Redactor:
     """A Redactor over the caller's environment secrets (plus `secret_env` names).
 
-    A secret-looking variable whose value is too short to scan for safely is skipped
-    with a warning naming it, rather than stopping the hook.
+    The commands record nothing, so they follow the replay rule for stand-in values: a
+    variable too short to scan for safely (or a placeholder such as `dummy`) is skipped
+    with a warning naming it, and so is a `secret_env` name this shell does not set,
+    rather than stopping the hook on every commit.
     """
     env = dict(os.environ if environ is None else environ)
-    skipped: set[str] = set()
-    while True:
-        visible = {k: v for k, v in env.items() if k not in skipped}
-        try:
-            secrets = RunSecrets.from_env(visible, min_length=config.min_secret_length)
-            break
-        except SecretError as exc:
-            if exc.slot in skipped or exc.slot not in visible:
-                raise
-            skipped.add(exc.slot)
-            if warn is not None:
-                warn(f"skipping {exc.slot}: {exc.problem}")
+    secrets = RunSecrets.from_env(env, min_length=config.min_secret_length, skip_short=True)
     # A name in the configuration file is shared by everyone who runs the hook; a shell
     # without that variable has no value of it to leak, so the name is passed over
-    # (as the pytest plugin does). A name given with --secret-env must be set.
+    # (as the pytest plugin does). A name given with --secret-env says so in a warning.
     named = [(name, "configuration secret-env", False) for name in config.secret_env]
     named += [(name, "--secret-env", True) for name in secret_env]
-    for name, origin, required in named:
+    for name, origin, loud in named:
         if name not in env:
-            if not required:
-                continue
-            raise UsageError(
-                f"{origin} {name}: no such environment variable; export it or drop the flag"
-            )
-        if name in skipped:
+            if loud and warn is not None:
+                warn(f"skipping {origin} {name}: not set in this environment")
             continue
-        try:
-            secrets.add(name, env[name])
-        except SecretError as exc:
-            raise UsageError(f"{origin} {name}: {exc.problem}; {exc.fix}") from None
+        secrets.add(name, env[name])
+    if warn is not None:
+        for slot, reason in secrets.dummies.items():
+            warn(f"skipping {slot}: {reason}")
     return Redactor(secrets, placeholder=config.placeholder,
                     sensitive_keys=config.sensitive_keys,
                     extra_patterns=config.extra_patterns())

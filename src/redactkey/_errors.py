@@ -35,6 +35,7 @@ __all__ = [
     "CanonicalizationError",
     "ConfigError",
     "DriftError",
+    "DummySecretWarning",
     "ExpiredFixtureError",
     "ExpiredFixtureWarning",
     "FixtureError",
@@ -49,6 +50,7 @@ __all__ = [
     "UsageError",
     "VolatileValueWarning",
     "raised_at_entry",
+    "warn_at_caller",
 ]
 
 
@@ -276,6 +278,23 @@ class ExpiredFixtureWarning(RedactkeyError, UserWarning):
         super().__init__(
             f"{path}: recorded {age} ago (by {source}), older than the maximum age {max_age}; "
             "re-record it"
+        )
+
+
+class DummySecretWarning(RedactkeyError, UserWarning):
+    """A secret slot holds a stand-in value (too short, or a placeholder) and was skipped.
+
+    Only while nothing is recorded: a replay needs no real credential, so a dummy
+    `OPENAI_API_KEY=dummy` is passed over instead of stopping the run. A record run
+    refuses such a value with a `SecretError`.
+    """
+
+    def __init__(self, slot: str, reason: str) -> None:
+        self.slot = slot
+        self.reason = reason
+        super().__init__(
+            f"secret slot {slot!r} skipped: {reason}; fine for replay, which needs no real "
+            "credential (a record run refuses it)"
         )
 
 

@@ -50,6 +50,7 @@ from ._canonical import JSONValue, pointer_join, to_json
 from ._errors import (
     ConfigError,
     DriftError,
+    DummySecretWarning,
     ExpiredFixtureError,
     ExpiredFixtureWarning,
     MissingFixtureError,
@@ -169,10 +170,15 @@ def resolve_mode(
     return _resolve(mode, model=model, environ=environ)[0]
 
 
-def _default_redactor() -> StreamRedactor:
+def _default_redactor(mode: Mode) -> StreamRedactor:
     # Safe by default: the secret-looking variables of this environment, sensitive
     # keys and detectors. Pass a Redactor built with collect_run_secrets for the rest.
-    return Redactor(RunSecrets.from_env())
+    # A stand-in key (`OPENAI_API_KEY=dummy`) is skipped with a warning unless this
+    # layer records, where a short value is refused as everywhere else.
+    secrets = RunSecrets.from_env(skip_short=mode not in ("record", "auto"))
+    for slot, reason in secrets.dummies.items():
+        warn_at_caller(DummySecretWarning(slot, reason))
+    return Redactor(secrets)
 
 
 def _always_false(exc: BaseException) -> bool:
@@ -341,7 +347,7 @@ class ModelFixtures:
         self.store = store
         self.copy_answers = copy_answers
         self.mode, self._mode_source = _resolve(mode, model=model, environ=environ)
-        self.redactor = redactor if redactor is not None else _default_redactor()
+        self.redactor = redactor if redactor is not None else _default_redactor(self.mode)
         self.spec = spec
         self.recordable = recordable if recordable is not None else _always_false
         self.record_answer = record_answer

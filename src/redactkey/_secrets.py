@@ -21,7 +21,7 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import BaseModel, SecretBytes, SecretStr
 
-from ._errors import SecretError, UsageError, raised_at_entry
+from ._errors import DummySecretWarning, SecretError, UsageError, raised_at_entry, warn_at_caller
 
 __all__ = [
     "DEFAULT_MIN_LENGTH",
@@ -29,8 +29,10 @@ __all__ = [
     "RunSecrets",
     "SecretSource",
     "collect_run_secrets",
+    "dummy_reason",
     "looks_secret_env_name",
     "mask",
+    "records_secrets",
     "value_variants",
 ]
 
@@ -123,6 +125,48 @@ def _decode(slot: str, value: Any) -> str:
     )
 
 
+# --- stand-in values -------------------------------------------------------------------
+
+# A replay machine runs with dummy keys: `OPENAI_API_KEY=dummy`, `sk-test-key`, `xxxxxxxx`.
+# A value made only of these words (after a provider prefix) is a stand-in, not a secret.
+_PLACEHOLDER = re.compile(
+    r"""(?ix)
+    (?:sk-(?:ant-|proj-)?|sk_|ghp_|gsk_|hf_|xai-|pk_)?
+    (?:dummy|fake|tests?|testing|for|only|ci|invalid|bogus|placeholder|changeme|change|me|example|sample|secret|key|token
+      |password|not|real|replace|your|api|here|foo|bar|baz|none|null|mock|local|dev
+      |x|\*|0|1|2|3|4|[-_.:\s<>])+
+    """
+)
+_MODE_VARIABLES = ("REDACTKEY_MODE", "REDACTKEY_MODEL_MODE")
+_RECORDING_MODES = frozenset({"record", "auto"})
+_MIN_LENGTH_FIX = (
+    "record with the real credential; or, if you accept the risk, lower the minimum: "
+    "min-secret-length in [tool.redactkey] (pytest: ini redactkey_min_secret_length; "
+    "Python: RunSecrets(min_length=...))"
+)
+
+
+def dummy_reason(value: str, min_length: int = DEFAULT_MIN_LENGTH) -> str | None:
+    """Why `value` is a stand-in rather than a credential (too short, placeholder), or None."""
+    if len(value) < min_length:
+        return f"its value is shorter than the safe minimum of {min_length} characters"
+    if len(value) <= 64 and _PLACEHOLDER.fullmatch(value):
+        return "its value looks like a placeholder, not a credential"
+    return None
+
+
+def records_secrets(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether `REDACTKEY_MODE` / `REDACTKEY_MODEL_MODE` say this run records (record, auto).
+
+    The rule for stand-in secrets: skipped (with a warning) when nothing is recorded,
+    refused when something may be.
+    """
+    env = os.environ if environ is None else environ
+    return any(
+        (env.get(name) or "").strip().lower() in _RECORDING_MODES for name in _MODE_VARIABLES
+    )
+
+
 # --- variants ---------------------------------------------------------------------------
 
 
@@ -183,7 +227,12 @@ class RunSecrets:
 
     `add(slot, value)` registers a value; `read(slot)` resolves a slot from its declared
     source (or the environment variable of that name), registers and returns it.
-    A value shorter than `min_length` is refused with a `SecretError` naming the slot.
+
+    A stand-in value (shorter than `min_length`, or a placeholder such as `dummy`) is
+    skipped when `skip_short` is true and listed in `.dummies`; a short value is refused
+    with a `SecretError` naming the slot otherwise. `skip_short=None` (the default)
+    decides by the mode: skipped with a `DummySecretWarning` unless `REDACTKEY_MODE` or
+    `REDACTKEY_MODEL_MODE` (in `environ`, else the process environment) records.
     """
 
     def __init__(
@@ -191,11 +240,15 @@ class RunSecrets:
         environ: Mapping[str, str] | None = None,
         *,
         min_length: int = DEFAULT_MIN_LENGTH,
+        skip_short: bool | None = None,
     ) -> None:
         if min_length < 1:
             raise UsageError("RunSecrets(min_length=...) must be at least 1")
         self._environ = environ
         self._min_length = min_length
+        self._warn = skip_short is None
+        self._skip_short = not records_secrets(environ) if skip_short is None else skip_short
+        self._dummies: dict[str, str] = {}
         self._values: dict[str, list[str]] = {}
         self._sources: dict[str, SecretSource] = {}
         self._missing: set[str] = set()
@@ -210,8 +263,11 @@ class RunSecrets:
     def copy(self) -> RunSecrets:
         """An independent copy: values added to either later are not seen by the other.
         What is derived from the values (their encoded variants) is shared until then."""
-        other = RunSecrets(self._environ, min_length=self._min_length)
+        other = RunSecrets(self._environ, min_length=self._min_length,
+                           skip_short=self._skip_short)
+        other._warn = self._warn
         with self._lock:
+            other._dummies = dict(self._dummies)
             other._values = {slot: list(values) for slot, values in self._values.items()}
             other._sources = dict(self._sources)
             other._missing = set(self._missing)
@@ -230,17 +286,17 @@ class RunSecrets:
         environ: Mapping[str, str] | None = None,
         *,
         min_length: int = DEFAULT_MIN_LENGTH,
-        skip_short: bool = False,
+        skip_short: bool | None = None,
     ) -> RunSecrets:
         """Collect every environment variable whose name looks secret.
 
         Flag-like values (empty, `0`, `1`, `true`, `no`, ...) are skipped and listed in
-        `.skipped`; URLs and DSNs contribute their password. Any other value shorter
-        than `min_length` is refused with a `SecretError`, or with `skip_short=True`
-        skipped and listed in `.skipped` (for a hook that must not stop on one variable).
+        `.skipped`; URLs and DSNs contribute their password. A stand-in value (too short,
+        or a placeholder) is handled as `RunSecrets(skip_short=...)` says: skipped and
+        listed in `.skipped` and `.dummies`, or (a short one) refused with a `SecretError`.
         """
         env = os.environ if environ is None else environ
-        secrets = cls(env, min_length=min_length)
+        secrets = cls(env, min_length=min_length, skip_short=skip_short)
         for name in sorted(env):
             value = env[name]
             upper = name.upper()
@@ -257,9 +313,6 @@ class RunSecrets:
                 continue
             else:
                 hint = "its value"
-            if skip_short and len(value) < min_length:
-                secrets._skipped.add(name)
-                continue
             secrets._register(name, value, source_hint=hint)
         return secrets
 
@@ -329,13 +382,21 @@ class RunSecrets:
         return None if produced is None else _decode(slot, produced)
 
     def _register(self, slot: str, value: str, *, source_hint: str = "its value") -> None:
+        reason = dummy_reason(value, self._min_length)
+        if reason is not None and self._skip_short:
+            with self._lock:
+                first = slot not in self._dummies
+                self._dummies[slot] = reason.replace("its value", source_hint, 1)
+                self._skipped.add(slot)
+            if first and self._warn:
+                warn_at_caller(DummySecretWarning(slot, self._dummies[slot]))
+            return
         if len(value) < self._min_length:
             raise SecretError(
                 slot,
                 f"{source_hint} is shorter than the safe minimum of {self._min_length} "
                 "characters, so it cannot be redacted without destroying ordinary text",
-                "use a longer credential, or build RunSecrets(min_length=...) lower "
-                "if you accept the risk",
+                _MIN_LENGTH_FIX,
             )
         with self._lock:
             values = self._values.setdefault(slot, [])
@@ -367,8 +428,19 @@ class RunSecrets:
 
     @property
     def skipped(self) -> frozenset[str]:
-        """Secret-looking environment variables skipped by `from_env` for a flag-like value."""
+        """Slots skipped: flag-like environment values (`1`, `true`) and stand-in values."""
         return frozenset(self._skipped)
+
+    @property
+    def dummies(self) -> dict[str, str]:
+        """Slots skipped for a stand-in value (too short, placeholder), with the reason."""
+        with self._lock:
+            return dict(sorted(self._dummies.items()))
+
+    @property
+    def skip_short(self) -> bool:
+        """Whether stand-in values are skipped (nothing recorded) rather than refused."""
+        return self._skip_short
 
     def patterns(self) -> list[tuple[str, str]]:
         """Every (variant, slot) to search for, sorted; for the redactor, never for display."""
@@ -459,6 +531,7 @@ def collect_run_secrets(
     *,
     environ: Mapping[str, str] | None = None,
     min_length: int = DEFAULT_MIN_LENGTH,
+    skip_short: bool | None = None,
 ) -> RunSecrets:
     """Gather the value of every slot any component declares or holds.
 
@@ -466,9 +539,9 @@ def collect_run_secrets(
     `SecretSource`, an object with `secret_slots` (see `DeclaresSecrets`), or a pydantic
     model (`SecretStr`/`SecretBytes` fields, nested models and `BaseSettings` too).
     A declared slot with no value in this run is listed in `.missing`, not an error:
-    there is nothing of it to leak.
+    there is nothing of it to leak. Stand-in values follow `RunSecrets(skip_short=...)`.
     """
-    secrets = RunSecrets(environ, min_length=min_length)
+    secrets = RunSecrets(environ, min_length=min_length, skip_short=skip_short)
     secrets.collect(*components)
     return secrets
 

@@ -174,6 +174,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "redactkey_verify", "in verify mode: fail (default) or report", default="fail",
     )
     parser.addini(
+        "redactkey_min_secret_length",
+        "secrets shorter than this are refused when recording and skipped in replay "
+        "(default: min-secret-length of [tool.redactkey], else 8)",
+        default="",
+    )
+    parser.addini(
         "redactkey_report", "JSON run report path, relative to the rootdir ('' to not write it)",
         default=".redactkey-report.json",
     )
@@ -501,7 +507,7 @@ def _shown(path: Path, root: Path) -> str:
 def _new_part() -> dict[str, Any]:
     # One process's share of the run; JSON data only so xdist can ship it to the controller.
     return {"events": [], "dirs": {}, "blocked": {}, "used": False, "drifts": [],
-            "deselected": 0, "collect_errors": 0, "partial": []}
+            "deselected": 0, "collect_errors": 0, "partial": [], "dummies": {}}
 
 
 def _merge_parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -515,6 +521,7 @@ def _merge_parts(parts: list[dict[str, Any]]) -> dict[str, Any]:
         merged["collect_errors"] = max(merged["collect_errors"], part.get("collect_errors", 0))
         merged["partial"].extend(r for r in part.get("partial", [])
                                  if r not in merged["partial"])
+        merged["dummies"].update(part.get("dummies", {}))
         for nodeid, targets in part["blocked"].items():
             merged["blocked"].setdefault(nodeid, []).extend(targets)
         for path, info in part["dirs"].items():
@@ -539,6 +546,7 @@ class _Summary:
     unused: list[str]
     unchecked: list[str]  # directories whose unused files were not checked, with why
     blocked: dict[str, list[str]]
+    dummies: dict[str, str]
     drifted: list[dict[str, Any]]
     fixture_dirs: list[str] = field(default_factory=list)
     partial: list[str] = field(default_factory=list)  # why the run did not cover every test
@@ -609,6 +617,7 @@ def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
         drifted=merged["drifts"],
         fixture_dirs=sorted(merged["dirs"]),
         partial=_partial_reasons(merged),
+        dummies=dict(merged["dummies"]),
     )
 
 
@@ -893,6 +902,11 @@ class _SessionState:
                 tr.line(f"  {path}")
         for note in summary.unchecked:
             tr.line(f"unused files not checked in {note}")
+        if summary.dummies:
+            tr.line("stand-in secrets skipped (nothing was recorded; recording needs the real "
+                    "credential):")
+            for slot, reason in sorted(summary.dummies.items()):
+                tr.line(f"  {slot}: {reason}")
         if self.report_written is not None:
             tr.line(f"run report: {self.report_written}")
         if self.failed_unused:
@@ -995,19 +1009,47 @@ def run_secrets(
     from ._secrets import RunSecrets
 
     config = _project_config(request)
-    if redactkey_secret_slots:
-        secrets = RunSecrets.from_env(min_length=config.min_secret_length)
-        secrets.collect(*config.secret_env, *redactkey_secret_slots)
-        return secrets
-    # Built once while the environment stays the same; each test gets its own copy, so a
-    # secret one test adds is not another's, and the variants are computed once.
+    settings = _settings_for(request.node)
+    # One rule everywhere: a stand-in value (OPENAI_API_KEY=dummy) is skipped while this
+    # test records nothing and refused, naming the slot, when it may record.
+    records = bool({settings.mode, settings.model_mode} & {"record", "auto"})
+    min_length = _min_secret_length(request.config, config)
     state = _state(request)
-    environment = frozenset(os.environ.items())
+    if redactkey_secret_slots:
+        secrets = RunSecrets.from_env(min_length=min_length, skip_short=not records)
+        try:
+            secrets.collect(*config.secret_env, *redactkey_secret_slots)
+        finally:
+            state.part["dummies"].update(secrets.dummies)
+        return secrets
+    # Built once while the environment and the rule stay the same; each test gets its own
+    # copy, so a secret one test adds is not another's, and the variants are computed once.
+    environment = frozenset(
+        [*os.environ.items(), ("\0records", str(records)), ("\0min", str(min_length))]
+    )
     if state.base_secrets is None or state.base_secrets[0] != environment:
-        base = RunSecrets.from_env(min_length=config.min_secret_length)
-        base.collect(*config.secret_env)
+        base = RunSecrets.from_env(min_length=min_length, skip_short=not records)
+        try:
+            base.collect(*config.secret_env)
+        finally:
+            state.part["dummies"].update(base.dummies)
         state.base_secrets = (environment, base)
     return state.base_secrets[1].copy()
+
+
+def _min_secret_length(pytest_config: pytest.Config, config: Config) -> int:
+    text = str(pytest_config.getini("redactkey_min_secret_length")).strip()
+    if not text:
+        return config.min_secret_length
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 4 <= value <= 256:
+        raise pytest.UsageError(
+            f"ini redactkey_min_secret_length={text!r}: use a whole number from 4 to 256"
+        )
+    return value
 
 
 @pytest.fixture
