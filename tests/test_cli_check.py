@@ -149,7 +149,7 @@ class TestCheckSources:
     ) -> None:
         """An unset variable in the hook args is a warning naming it, not a failed commit."""
         (workdir / "a.txt").write_text("x\n", encoding="utf-8")
-        code, out, err = run_cli(capsys, "check", "--secret-env", "NOT_SET_ANYWHERE_X", "a.txt")
+        code, _out, err = run_cli(capsys, "check", "--secret-env", "NOT_SET_ANYWHERE_X", "a.txt")
         assert code == 0
         assert "skipping --secret-env NOT_SET_ANYWHERE_X: not set" in err
 
