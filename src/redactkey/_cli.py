@@ -16,7 +16,7 @@ from ._check import Baseline, Checker, CheckerSpec, build_redactor, check_paths,
 from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
 from ._findings import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Report
-from ._keys import key_from_material, key_material
+from ._keys import key_from_material, key_material, stored_request
 from ._parallel import default_jobs
 from ._redact import MAX_NESTING, nesting_exceeds
 from ._render import render
@@ -170,6 +170,7 @@ def key(kind: str, material: bool, redact: bool, secret_env: tuple[str, ...],
             config, secret_env=secret_env,
             warn=lambda text: click.echo(f"redact: {text}", err=True),
         ) if redact else None
+        request = stored_request(kind, request)
         document = key_material(kind, request, spec=config.key_spec(kind), redactor=redactor)
         out = canonicalize(document) if material else key_from_material(document).encode()
     except RedactkeyError as exc:

@@ -34,7 +34,6 @@ looks in `start` and its parents for the first of `.redactkey.toml` or a
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import re
 import sys
@@ -131,13 +130,13 @@ class KeySpecSettings(_Model):
     def apply(self, spec: KeySpec) -> KeySpec:
         """`spec` widened/narrowed by these settings."""
         if self.fields is not None:
-            spec = dataclasses.replace(spec, fields=frozenset(self.fields))
+            spec = spec.only(*self.fields)
         if self.ignore:
             spec = spec.narrow(*self.ignore)
         if self.headers:
             spec = spec.with_headers(*self.headers)
         if self.drop_query:
-            spec = dataclasses.replace(spec, drop_query=spec.drop_query + self.drop_query)
+            spec = spec.with_drop_query(*self.drop_query)
         return spec
 
 

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from datetime import timedelta
 
     from ._age import ExpiryAction, FixtureAges
+    from ._config import Config
     from ._keys import KeySpec
     from ._redact import Redactor
     from ._replay import Mode
@@ -314,7 +315,7 @@ class HttpFixtures:
     """Record and replay of HTTP exchanges (kind ``"http"``) through a fixture store.
 
     `mode` (None reads ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless
-    ``model=False``), `redactor`, `spec` (default: the "http" `KeySpec`),
+    ``model=False``), `redactor`, `spec` (default: the "http" `KeySpec` of `config`),
     `response_headers` (the allowlist a stored response keeps) and `how_to_record`
     (the advice a replay miss ends with), `verify`, `on_drift` and `how_to_rerecord`
     (verify mode), `max_age`, `on_expiry` and `ages` mean what they mean for
@@ -337,6 +338,7 @@ class HttpFixtures:
         max_age: str | timedelta | None = None,
         on_expiry: ExpiryAction = "warn",
         ages: FixtureAges | None = None,
+        config: Config | None = None,
     ) -> None:
         self.store = store
         self.fixtures = ModelFixtures(
@@ -344,6 +346,7 @@ class HttpFixtures:
             how_to_record=how_to_record, verify=verify, on_drift=on_drift,
             how_to_rerecord=how_to_rerecord, copy_answers=False, max_age=max_age,
             on_expiry=on_expiry, ages=ages,
+            config=config,
         )
         # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
         self.redactor: Redactor = self.fixtures.redactor  # type: ignore[assignment]
@@ -384,7 +387,8 @@ class HttpFixtures:
         ):
             from ._keys import request_key
 
-            key = request_key(KIND, document, spec=self.spec, redactor=self.redactor)
+            key = request_key(KIND, document, spec=self.fixtures.spec_for(KIND),
+                              redactor=self.redactor)
             raise FixtureFormatError(
                 str(self.store.path_for(KIND, key)),
                 "the recorded HTTP response needs an integer 'status' and string 'headers'",

@@ -44,6 +44,7 @@ __all__ = [
     "key_material",
     "material_and_key",
     "request_key",
+    "stored_request",
 ]
 
 KEY_SCHEME_VERSION = 1
@@ -239,6 +240,17 @@ class KeySpec:
         return dataclasses.replace(
             spec, headers=self.headers | frozenset(n.lower() for n in names)
         )
+
+    def with_drop_query(self, *patterns: str) -> KeySpec:
+        """Return a copy in which query parameters matching `patterns` (shell patterns,
+        case-insensitive) never count, besides those it already drops (kind "http")."""
+        added = tuple(p.lower() for p in patterns if p.lower() not in self.drop_query)
+        return dataclasses.replace(self, drop_query=self.drop_query + added)
+
+    def only(self, *names: str) -> KeySpec:
+        """Return a copy in which exactly the named top-level fields count (`ignore` and
+        the rest are kept)."""
+        return dataclasses.replace(self, fields=frozenset(names))
 
     def with_normalizers(self, *normalizers: Normalizer) -> KeySpec:
         """Return a copy that applies `normalizers` after the ones it already has."""
@@ -488,13 +500,13 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
         host = f"[{host}]"  # IPv6 literal
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
         host = f"{host}:{port}"
+    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    pairs += _projected_query(request.get("query"))
     projection: dict[str, JSONValue] = {
         "method": method.upper(),
         "url": f"{scheme}://{host}{parts.path or '/'}",
         "query": sorted(
-            [name, value]
-            for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-            if not _query_dropped(name, spec.drop_query)
+            [name, value] for name, value in pairs if not _query_dropped(name, spec.drop_query)
         ),
     }
     projection["body"] = _http_body(request, plain)
@@ -513,8 +525,50 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
     return {name: item for name, item in projection.items() if spec.counts(name)}
 
 
+def _projected_query(query: Any) -> list[tuple[str, str]]:
+    """The `query` member of a projection read back from a fixture: [[name, value], ...].
+
+    Keying a projection again gives the same key, so a request taken from a fixture
+    file keys to that file's key (`redact key`)."""
+    if query is None:
+        return []
+    if not isinstance(query, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+        for pair in query
+    ):
+        raise CanonicalizationError(
+            "/query", "query must be a list of [name, value] string pairs",
+            "put the query in the url, or pass the projection as a fixture stores it",
+        )
+    return [(name, value) for name, value in query]
+
+
+def _projected_body(body: Any) -> JSONValue:
+    """The `body` member of a projection read back from a fixture, checked and kept."""
+    if body is None:
+        return None
+    if isinstance(body, Mapping) and set(body) == {"json"}:
+        return {"json": to_json(body["json"], "/body/json")}
+    if (
+        isinstance(body, Mapping) and set(body) == {"sha256"} and isinstance(body["sha256"], str)
+        and re.fullmatch(r"[0-9a-f]{64}", body["sha256"])
+    ):
+        return {"sha256": body["sha256"]}
+    raise CanonicalizationError(
+        "/body", 'a projected body is null, {"json": ...} or {"sha256": "<64 hex>"}',
+        "pass the body as 'json', 'text' or 'base64' instead",
+    )
+
+
 def _http_body(request: Mapping[str, Any], plain: Callable[..., Any] = to_json) -> JSONValue:
     present = [name for name in ("json", "text", "base64") if name in request]
+    if present and "body" in request:
+        raise CanonicalizationError(
+            "", f"an HTTP request has at most one body field, not {[*present, 'body']}",
+            "keep one of 'json', 'text' or 'base64'",
+        )
+    if "body" in request:
+        return _projected_body(request["body"])
     if len(present) > 1:
         raise CanonicalizationError(
             "", f"an HTTP request has at most one body field, not {present}",
@@ -618,6 +672,27 @@ def key_material(
     Raises `CanonicalizationError` naming the JSON pointer of a value JSON cannot hold.
     """
     return material_and_key(kind, request, spec=spec, redactor=redactor)[0]
+
+
+def stored_request(kind: str, value: Any) -> Any:
+    """The request inside key material as a fixture stores it, else `value` itself.
+
+    A fixture's `request` member is its key material (`{"kind", "request", "scheme"}`);
+    keying that document's projection again gives the fixture's key.
+    """
+    if not (isinstance(value, Mapping) and set(value) == {"kind", "request", "scheme"}):
+        return value
+    if value["scheme"] != KEY_SCHEME_VERSION:
+        raise CanonicalizationError(
+            "/scheme", f"key scheme {value['scheme']!r} is not this version's "
+            f"{KEY_SCHEME_VERSION}", "re-record the fixture",
+        )
+    if value["kind"] != kind:
+        raise CanonicalizationError(
+            "/kind", f"the key material is of kind {value['kind']!r}, not {kind!r}",
+            f"pass --kind {value['kind']}",
+        )
+    return value["request"]
 
 
 def key_from_material(material: Mapping[str, JSONValue]) -> str:

@@ -411,7 +411,7 @@ class Redactor:
                     credential, self.is_placeholder
                 ) or self._redacted(credential):
                     continue
-                secrets.add(f"learned:{_norm(name)}", credential)
+                secrets.learn(f"learned:{_norm(name)}", credential)
         return secrets.version - before
 
     def _credentials(self, value: Any, found: list[tuple[str, str]], depth: int) -> None:

@@ -47,6 +47,7 @@ from ._age import (
     parse_duration,
 )
 from ._canonical import JSONValue, pointer_join, to_json
+from ._config import Config, load_config
 from ._errors import (
     ConfigError,
     DriftError,
@@ -306,7 +307,12 @@ class ModelFixtures:
     chunks are any JSON data (pydantic models are dumped), so the HTTP transport and
     the tool layer reuse this class.
 
-    Options: `spec` (a KeySpec for every call; default per kind), `recordable(exc)`
+    Keys follow `config` (a `Config`; default: the nearest `.redactkey.toml` or
+    `pyproject.toml` `[tool.redactkey]` from the current directory, as `redact key`
+    reads it): the spec of a kind is `config.key_spec(kind)`, so
+    `[tool.redactkey.keys.<kind>]` counts here exactly as in `redact key`.
+
+    Options: `spec` (a KeySpec for every call instead), `recordable(exc)`
     (which other exceptions of `live` are the callee's own and deterministic),
     `record_answer(answer)` (False keeps an answer out of the store, e.g. a 5xx
     response), `rebuild_error(body)` (turn a recorded failure back into your own
@@ -343,10 +349,12 @@ class ModelFixtures:
         max_age: str | timedelta | None = None,
         on_expiry: ExpiryAction = "warn",
         ages: FixtureAges | None = None,
+        config: Config | None = None,
     ) -> None:
         self.store = store
         self.copy_answers = copy_answers
         self.mode, self._mode_source = _resolve(mode, model=model, environ=environ)
+        self.config = config if config is not None else load_config()
         self.redactor = redactor if redactor is not None else _default_redactor(self.mode)
         self.spec = spec
         self.recordable = recordable if recordable is not None else _always_false
@@ -384,6 +392,10 @@ class ModelFixtures:
         return (f"set {MODE_ENV}=auto (records only what is missing){override} "
                 f"or {MODE_ENV}=record, and run again")
 
+    def spec_for(self, kind: str) -> KeySpec:
+        """The key spec of `kind`: `spec` when given, else the configuration's."""
+        return self.spec if self.spec is not None else self.config.key_spec(kind)
+
     def _key(self, kind: str, request: Any, spec: KeySpec | None) -> _Call:
         last = getattr(self._keyed, "last", None)
         if last is not None:
@@ -397,7 +409,7 @@ class ModelFixtures:
         # echoed into a prompt is keyed the way the live one was.
         self.redactor.learn(request)
         material, key = material_and_key(
-            kind, request, spec=spec or self.spec, redactor=self.redactor
+            kind, request, spec=spec or self.spec_for(kind), redactor=self.redactor
         )
         return _Call(kind, material, key)
 
@@ -1119,11 +1131,13 @@ class ToolFixtures:
         max_age: str | timedelta | None = None,
         on_expiry: ExpiryAction = "warn",
         ages: FixtureAges | None = None,
+        config: Config | None = None,
     ) -> None:
         self.fixtures = ModelFixtures(
             store, mode=mode, redactor=redactor, recordable=recordable, report=report,
             label=label, model=False, environ=environ, verify=verify, on_drift=on_drift,
             max_age=max_age, on_expiry=on_expiry, ages=ages,
+            config=config,
         )
 
     @property
@@ -1136,15 +1150,14 @@ class ToolFixtures:
     @raised_at_entry
     def call(self, name: str, arguments: Mapping[str, Any], live: Callable[[], T] | None) -> Any:
         """The result of tool `name` with `arguments`: replayed, or from `live` and recorded."""
-        return self.fixtures.call("tool:" + name, dict(arguments), live, spec=KeySpec.whole())
+        return self.fixtures.call("tool:" + name, dict(arguments), live)
 
     @raised_at_entry
     async def acall(
         self, name: str, arguments: Mapping[str, Any], live: Callable[[], Awaitable[T]] | None
     ) -> Any:
         """Async twin of `call`."""
-        return await self.fixtures.acall("tool:" + name, dict(arguments), live,
-                                         spec=KeySpec.whole())
+        return await self.fixtures.acall("tool:" + name, dict(arguments), live)
 
     @raised_at_entry
     def stream(
@@ -1152,8 +1165,7 @@ class ToolFixtures:
     ) -> Iterator[Any]:
         """The chunks of streamed tool `name`: replayed, or passed through from `live` and
         recorded once the stream has been read to its end (like a model stream)."""
-        return self.fixtures.stream("tool:" + name, dict(arguments), live,
-                                    spec=KeySpec.whole())
+        return self.fixtures.stream("tool:" + name, dict(arguments), live)
 
     @raised_at_entry
     def astream(
@@ -1163,8 +1175,7 @@ class ToolFixtures:
         live: Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]] | None,
     ) -> AsyncIterator[Any]:
         """Async twin of `stream`: `live` returns an async iterable."""
-        return self.fixtures.astream("tool:" + name, dict(arguments), live,
-                                     spec=KeySpec.whole())
+        return self.fixtures.astream("tool:" + name, dict(arguments), live)
 
     def tool(
         self,
@@ -1182,7 +1193,7 @@ class ToolFixtures:
             streams = inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func)
             return cast(F, _wrap_function(self.fixtures, func, "tool:" + tool_name,
                                           stream=streams, schema=None, decode=decode,
-                                          spec=KeySpec.whole()))
+                                          spec=None))
 
         if fn is not None:
             return decorate(fn)

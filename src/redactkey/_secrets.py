@@ -381,8 +381,16 @@ class RunSecrets:
             ) from None
         return None if produced is None else _decode(slot, produced)
 
-    def _register(self, slot: str, value: str, *, source_hint: str = "its value") -> None:
-        reason = dummy_reason(value, self._min_length)
+    def learn(self, slot: str, value: str) -> None:
+        """Register a credential a request sent (see `Redactor.learn`): a stand-in value
+        long enough to redact is kept even in replay, so a dummy key echoed into a prompt
+        keys the way the live one did; a short one is refused as by `add`."""
+        _check_slot(slot)
+        self._register(slot, value, keep_stand_in=len(value) >= self._min_length)
+
+    def _register(self, slot: str, value: str, *, source_hint: str = "its value",
+                  keep_stand_in: bool = False) -> None:
+        reason = None if keep_stand_in else dummy_reason(value, self._min_length)
         if reason is not None and self._skip_short:
             with self._lock:
                 first = slot not in self._dummies

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from ._age import ExpiryAction, FixtureAges
+    from ._config import Config
     from ._keys import KeySpec
     from ._redact import Redactor
     from ._replay import Mode
@@ -161,7 +162,8 @@ class FixtureTransport(_TransportBase):
     (`None` reads ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless
     ``model=False``, for APIs that are not models). Responses to credential, quota and
     server failures (401, 403, 429, 5xx…) and transport errors pass through unrecorded.
-    `spec` changes what counts toward the key (default: the "http" `KeySpec`);
+    `spec` changes what counts toward the key (default: the "http" `KeySpec` with
+    `[tool.redactkey.keys.http]` of `config`, by default the nearest configuration file);
     `response_headers` is the allowlist of response headers a fixture keeps;
     `how_to_record` replaces the advice a replay miss ends with. In verify mode every
     request goes live and the response is compared with its recording (`verify` rules,
@@ -186,6 +188,7 @@ class FixtureTransport(_TransportBase):
         max_age: str | timedelta | None = None,
         on_expiry: ExpiryAction = "warn",
         ages: FixtureAges | None = None,
+        config: Config | None = None,
     ) -> None:
         self._store = store
         self._http = HttpFixtures(
@@ -193,6 +196,7 @@ class FixtureTransport(_TransportBase):
             response_headers=response_headers, how_to_record=how_to_record,
             verify=verify, on_drift=on_drift, how_to_rerecord=how_to_rerecord,
             max_age=max_age, on_expiry=on_expiry, ages=ages,
+            config=config,
         )
         self._fixtures = self._http.fixtures
         self._redactor: Redactor = self._http.redactor

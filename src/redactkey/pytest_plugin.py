@@ -1083,6 +1083,7 @@ def model_fixtures(
         label=request.node.nodeid,
         how_to_record=HOW_TO_RECORD_MODEL,
         **_layer_options(request),
+        config=_project_config(request),
     )
 
 
@@ -1112,14 +1113,15 @@ def redactkey_inner_transport() -> Any:
 
 
 def _transport(
-    store: TrackedStore, mode: Mode, redactor: Redactor, inner: Any,
-    verify_options: dict[str, Any],
+    request: pytest.FixtureRequest, store: TrackedStore, mode: Mode, redactor: Redactor,
+    inner: Any, verify_options: dict[str, Any],
 ) -> Iterator[FixtureTransport]:
     from ._transport import FixtureTransport
 
     transport = FixtureTransport(
         store, mode=mode, redactor=redactor, inner=inner, how_to_record=HOW_TO_RECORD_MODEL,
         **verify_options,
+        config=_project_config(request),
     )
     try:
         yield transport
@@ -1141,8 +1143,8 @@ def redactkey_transport(
     ``openai.OpenAI(http_client=httpx2.Client(transport=redactkey_transport))``.
     """
     yield from _transport(
-        fixture_store, redactkey_settings.model_mode, redactor, redactkey_inner_transport,
-        _layer_options(request),
+        request, fixture_store, redactkey_settings.model_mode, redactor,
+        redactkey_inner_transport, _layer_options(request),
     )
 
 
@@ -1156,6 +1158,6 @@ def redactkey_tool_transport(
 ) -> Iterator[FixtureTransport]:
     """A `FixtureTransport` for the HTTP APIs your tools call, in the tool mode."""
     yield from _transport(
-        fixture_store, redactkey_settings.mode, redactor, redactkey_inner_transport,
+        request, fixture_store, redactkey_settings.mode, redactor, redactkey_inner_transport,
         _layer_options(request),
     )
