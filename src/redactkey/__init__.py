@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
     from ._report import RunReport
     from ._requests import RequestsAdapter
-    from ._transport import FixtureTransport
+    from ._transport import FixtureTransport, ForwardingTransport
     from ._vcr import VcrHooks, use_redactkey
     from ._verify import VerifyRules
 
@@ -48,6 +48,7 @@ _LAZY = {
     "ClientAdapter": "._replay",
     "FixtureAges": "._age",
     "FixtureTransport": "._transport",
+    "ForwardingTransport": "._transport",
     "ModelFixtures": "._replay",
     "RequestsAdapter": "._requests",
     "RunReport": "._report",
@@ -79,6 +80,7 @@ __all__ = [
     "FixtureFormatError",
     "FixtureStore",
     "FixtureTransport",
+    "ForwardingTransport",
     "InputError",
     "KeySpec",
     "MissingFixtureError",

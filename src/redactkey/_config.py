@@ -21,6 +21,9 @@
     exact = ["/status"]                        # strings whose value counts
     rel-tol = 1e-6                             # number tolerance
 
+    [tool.redactkey.hosts]                     # a proxy / fake server keys as the real host
+    "127.0.0.1:8765" = "api.openai.com"
+
     [[tool.redactkey.allowlist]]               # accepted false positives
     path = "tests/cassettes/*.yaml"
     rule = "hex-high-entropy"
@@ -42,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ._errors import ConfigError
+from ._errors import ConfigError, UsageError
 from ._keys import KeySpec, default_spec
 
 if TYPE_CHECKING:
@@ -174,6 +177,7 @@ class Config(_Model):
     secret_env: tuple[str, ...] = ()
     detectors: tuple[DetectorSpec, ...] = ()
     keys: dict[str, KeySpecSettings] = Field(default_factory=dict)
+    hosts: dict[str, str] = Field(default_factory=dict)
     allowlist: tuple[AllowEntry, ...] = ()
     max_fixture_bytes: int = Field(default=1024 * 1024, ge=1)
     verify: VerifySettings = Field(default_factory=VerifySettings)
@@ -202,6 +206,15 @@ class Config(_Model):
                 raise ValueError("names must not be empty")
         return value
 
+    @field_validator("hosts")
+    @classmethod
+    def _host_aliases(cls, value: dict[str, str]) -> dict[str, str]:
+        try:
+            KeySpec.http().with_hosts(value)
+        except UsageError as exc:
+            raise ValueError(str(exc).removeprefix("KeySpec.hosts: ")) from None
+        return value
+
     def extra_patterns(self) -> dict[str, re.Pattern[str]]:
         """The extra detectors, as `Redactor(extra_patterns=...)` takes them."""
         return {spec.name: spec.compiled() for spec in self.detectors}
@@ -209,6 +222,8 @@ class Config(_Model):
     def key_spec(self, kind: str) -> KeySpec:
         """The key spec for `kind`: the default spec with `[tool.redactkey.keys.<kind>]` applied."""
         spec = default_spec(kind)
+        if self.hosts and spec.shape == "http":
+            spec = spec.with_hosts(self.hosts)
         settings = self.keys.get(kind)
         return settings.apply(spec) if settings is not None else spec
 

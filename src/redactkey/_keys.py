@@ -182,6 +182,7 @@ class KeySpec:
     headers: frozenset[str] = frozenset()
     drop_query: tuple[str, ...] = ()
     normalizers: tuple[Normalizer, ...] = ()
+    hosts: Mapping[str, str] | tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         # Accept any iterables, store immutable, comparable, lower-cased forms.
@@ -199,6 +200,7 @@ class KeySpec:
         object.__setattr__(self, "headers", frozenset(h.lower() for h in self.headers))
         object.__setattr__(self, "drop_query", tuple(p.lower() for p in self.drop_query))
         object.__setattr__(self, "normalizers", tuple(self.normalizers))
+        object.__setattr__(self, "hosts", _host_aliases(self.hosts))
         for normalizer in self.normalizers:
             if not callable(normalizer):
                 raise UsageError(f"KeySpec.normalizers holds {normalizer!r}, not a callable")
@@ -247,6 +249,12 @@ class KeySpec:
         added = tuple(p.lower() for p in patterns if p.lower() not in self.drop_query)
         return dataclasses.replace(self, drop_query=self.drop_query + added)
 
+    def with_hosts(self, aliases: Mapping[str, str]) -> KeySpec:
+        """Return a copy in which each `host[:port]` of `aliases` keys as its canonical host
+        (`"api.openai.com"`, https; or `"http://host:port"`), besides the aliases it has."""
+        merged = {**dict(self.hosts), **dict(_host_aliases(aliases))}
+        return dataclasses.replace(self, hosts=tuple(sorted(merged.items())))
+
     def only(self, *names: str) -> KeySpec:
         """Return a copy in which exactly the named top-level fields count (`ignore` and
         the rest are kept)."""
@@ -261,6 +269,41 @@ class KeySpec:
         if name in self.ignore:
             return False
         return self.fields is None or name in self.fields
+
+
+_HOST = re.compile(r"^(?:(https?)://)?(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::(\d{1,5}))?/?$")
+
+
+def _host_alias_side(text: object, what: str) -> tuple[str | None, str]:
+    """(scheme or None, "host[:port]" as the projection writes it) of one side of an alias."""
+    match = _HOST.match(text.strip().lower()) if isinstance(text, str) else None
+    if match is None:
+        raise UsageError(
+            f"KeySpec.hosts: {what} {text!r} is not a host[:port] (e.g. '127.0.0.1:8765', "
+            "'api.openai.com', 'http://localhost:8080')"
+        )
+    scheme, host, port = match.groups()
+    default = _DEFAULT_PORTS.get(scheme or "https")
+    if port is not None and int(port) != default:
+        host = f"{host}:{int(port)}"
+    return scheme, host
+
+
+def _host_aliases(value: object) -> tuple[tuple[str, str], ...]:
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, (tuple, list)) and all(
+        isinstance(p, (tuple, list)) and len(p) == 2 for p in value
+    ):
+        pairs = [tuple(p) for p in value]
+    else:
+        raise UsageError("KeySpec.hosts is a mapping of alias host[:port] to canonical host")
+    out: dict[str, str] = {}
+    for alias, canonical in pairs:
+        _, alias_host = _host_alias_side(alias, "alias")
+        scheme, host = _host_alias_side(canonical, "canonical host")
+        out[alias_host] = f"{scheme or 'https'}://{host}"
+    return tuple(sorted(out.items()))
 
 
 # Built once: a KeySpec is immutable, so every call of a kind shares its default.
@@ -500,6 +543,9 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
         host = f"[{host}]"  # IPv6 literal
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
         host = f"{host}:{port}"
+    canonical = dict(spec.hosts).get(host)
+    if canonical is not None:
+        scheme, host = canonical.split("://", 1)
     pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
     pairs += _projected_query(request.get("query"))
     projection: dict[str, JSONValue] = {

@@ -12,6 +12,7 @@ import asyncio
 import functools
 import sys
 import threading
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, overload
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from ._store import FixtureStore
     from ._verify import VerifyRules
 
-__all__ = ["FixtureTransport"]
+__all__ = ["FixtureTransport", "ForwardingTransport"]
 
 
 def _library(request: Any) -> ModuleType:
@@ -200,6 +201,15 @@ class FixtureTransport(_TransportBase):
         )
         self._fixtures = self._http.fixtures
         self._redactor: Redactor = self._http.redactor
+        if inner is not None and not (
+            hasattr(inner, "handle_request") or hasattr(inner, "handle_async_request")
+        ):
+            raise UsageError(
+                f"FixtureTransport(inner=...) takes a transport of the client's library "
+                f"(httpx2.HTTPTransport(), httpx.MockTransport(handler), ...), not a "
+                f"{type(inner).__name__}; to reach a local server, point the client's base "
+                "URL at it and map its host with KeySpec hosts (docs/pytest.md)"
+            )
         self._inner = inner
         # Sync inner transports by library; async ones by event loop, then library: an
         # async connection pool belongs to the loop that opened it, and one transport may
@@ -224,7 +234,8 @@ class FixtureTransport(_TransportBase):
     def _inner_for(self, library: ModuleType, *, is_async: bool) -> Any:
         if self._inner is not None:
             other = sys.modules.get("httpx2" if library.__name__ == "httpx" else "httpx")
-            if other is not None and isinstance(
+            own = (library.BaseTransport, library.AsyncBaseTransport)
+            if other is not None and not isinstance(self._inner, own) and isinstance(
                 self._inner, (other.BaseTransport, other.AsyncBaseTransport)
             ):
                 raise UsageError(
@@ -348,3 +359,62 @@ class FixtureTransport(_TransportBase):
             reply.status, headers=reply.headers, stream=async_stream(reply.pieces, reply.aclose),
             request=request,
         )
+
+
+class ForwardingTransport(_TransportBase):
+    """An inner transport that sends every request to one local server (a fake provider,
+    a proxy), for httpx and httpx2, sync and async.
+
+    ``FixtureTransport(store, inner=ForwardingTransport("http://127.0.0.1:8765"))``: the
+    client keeps its real base URL, so fixtures are keyed on the real host, while live
+    calls go to the server at `url` (its scheme, host and port; the path is kept).
+    """
+
+    def __init__(self, url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(
+                f"ForwardingTransport(url=...) takes an absolute http(s) URL such as "
+                f"'http://127.0.0.1:8765', not {url!r}"
+            )
+        self.url = url
+        self._owned: dict[tuple[str, bool], Any] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ForwardingTransport({self.url!r})"
+
+    def _moved(self, request: Any, *, is_async: bool) -> tuple[Any, Any]:
+        library = _library(request)
+        target = library.URL(self.url)
+        request.url = request.url.copy_with(
+            scheme=target.scheme, host=target.host, port=target.port
+        )
+        with self._lock:
+            inner = self._owned.get((library.__name__, is_async))
+            if inner is None:
+                factory = library.AsyncHTTPTransport if is_async else library.HTTPTransport
+                inner = self._owned[(library.__name__, is_async)] = factory()
+        return inner, request
+
+    def handle_request(self, request: Any) -> Any:
+        """Send a sync client's request to the server."""
+        inner, moved = self._moved(request, is_async=False)
+        return inner.handle_request(moved)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        """Send an async client's request to the server."""
+        inner, moved = self._moved(request, is_async=True)
+        return await inner.handle_async_request(moved)
+
+    def close(self) -> None:
+        with self._lock:
+            owned = [t for (_, is_async), t in self._owned.items() if not is_async]
+        for transport in owned:
+            transport.close()
+
+    async def aclose(self) -> None:
+        with self._lock:
+            owned = [t for (_, is_async), t in self._owned.items() if is_async]
+        for transport in owned:
+            await transport.aclose()

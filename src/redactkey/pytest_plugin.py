@@ -174,6 +174,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "redactkey_verify", "in verify mode: fail (default) or report", default="fail",
     )
     parser.addini(
+        "redactkey_hosts",
+        "host aliases, one 'alias = canonical' per line (127.0.0.1:8765 = api.openai.com): "
+        "calls to a proxy or fake server key as calls to the real host (added to "
+        "[tool.redactkey] hosts)",
+        type="linelist", default=[],
+    )
+    parser.addini(
         "redactkey_min_secret_length",
         "secrets shorter than this are refused when recording and skipped in replay "
         "(default: min-secret-length of [tool.redactkey], else 8)",
@@ -724,7 +731,21 @@ class _SessionState:
         if self.project_config is None:
             from ._config import load_config
 
-            self.project_config = load_config(self.config.rootpath)
+            config = load_config(self.config.rootpath)
+            aliases = _ini_hosts(self.config)
+            if aliases:
+                from pydantic import ValidationError
+
+                try:
+                    config = config.model_validate({
+                        **config.model_dump(), "source": config.source,
+                        "hosts": {**config.hosts, **aliases},
+                    })
+                except ValidationError as exc:
+                    problem = "; ".join(str(e["msg"]).removeprefix("Value error, ")
+                                        for e in exc.errors())
+                    raise pytest.UsageError(f"ini redactkey_hosts: {problem}") from None
+            self.project_config = config
         return self.project_config
 
     def expiry(self) -> tuple[str | None, ExpiryAction]:
@@ -987,6 +1008,19 @@ def fixture_store(
 
 def _project_config(request: pytest.FixtureRequest) -> Config:
     return _state(request).project()
+
+
+def _ini_hosts(config: pytest.Config) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for line in config.getini("redactkey_hosts"):
+        alias, sep, canonical = str(line).partition("=")
+        if not sep or not alias.strip() or not canonical.strip():
+            raise pytest.UsageError(
+                f"ini redactkey_hosts line {line!r}: write 'alias = canonical', e.g. "
+                "'127.0.0.1:8765 = api.openai.com'"
+            )
+        aliases[alias.strip()] = canonical.strip()
+    return aliases
 
 
 @pytest.fixture
