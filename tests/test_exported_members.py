@@ -4,8 +4,9 @@ import redactkey
 
 
 def test_all_is_sorted_and_complete() -> None:
-    """`__all__` is sorted and every name in it exists."""
-    assert redactkey.__all__ == sorted(redactkey.__all__)
+    """`__all__` is sorted (constants first, as ruff's isort-style order) and every name in
+    it exists."""
+    assert redactkey.__all__ == sorted(redactkey.__all__, key=lambda n: (not n.isupper(), n))
     for name in redactkey.__all__:
         assert hasattr(redactkey, name), name
 
@@ -33,3 +34,9 @@ def test_errors_share_one_root() -> None:
 def test_warnings_for_users_are_exported() -> None:
     """The warnings a user may filter are importable from `redactkey`."""
     assert {"DummySecretWarning", "VolatileValueWarning"} <= set(redactkey.__all__)
+
+
+def test_extension_points_are_exported() -> None:
+    """Host aliases, forwarding and answer normalizers need no private import."""
+    assert {"ForwardingTransport", "PROVIDER_ANSWERS", "PinFields", "DropFields"} <= set(
+        redactkey.__all__)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._answers import PROVIDER_ANSWERS, DropFields, PinFields
 from ._canonical import canonicalize
 from ._errors import (
     CanonicalizationError,
@@ -62,12 +63,14 @@ _LAZY = {
 }
 
 __all__ = [
+    "PROVIDER_ANSWERS",
     "CanonicalizationError",
     "CassetteStore",
     "ClientAdapter",
     "ConfigError",
     "DeclaresSecrets",
     "DriftError",
+    "DropFields",
     "DropKeys",
     "DummySecretWarning",
     "ExpiredFixtureError",
@@ -85,6 +88,7 @@ __all__ = [
     "KeySpec",
     "MissingFixtureError",
     "ModelFixtures",
+    "PinFields",
     "RecordedError",
     "RedactkeyError",
     "Redactor",

@@ -24,6 +24,11 @@
     [tool.redactkey.hosts]                     # a proxy / fake server keys as the real host
     "127.0.0.1:8765" = "api.openai.com"
 
+    [tool.redactkey.answers]                   # pin volatile answer fields before writing
+    presets = ["providers"]                    # OpenAI / Anthropic / Gemini ids and times
+    pin = ["/meta/request_time"]               # JSON pointers in the answer body
+    drop = ["/usage/cached"]
+
     [[tool.redactkey.allowlist]]               # accepted false positives
     path = "tests/cassettes/*.yaml"
     rule = "hex-high-entropy"
@@ -45,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._answers import AnswerNormalizer, DropFields, PinFields, preset
 from ._errors import ConfigError, UsageError
 from ._keys import KeySpec, default_spec
 
@@ -58,6 +64,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 __all__ = [
     "AllowEntry",
+    "AnswerSettings",
     "Config",
     "DetectorSpec",
     "KeySpecSettings",
@@ -168,6 +175,42 @@ class VerifySettings(_Model):
                            abs_tol=self.abs_tol, presets=self.presets)
 
 
+class AnswerSettings(_Model):
+    """`[tool.redactkey.answers]`: answer normalizers run before a recorded answer is written."""
+
+    presets: tuple[str, ...] = ()
+    pin: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+
+    @field_validator("presets")
+    @classmethod
+    def _known_presets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        try:
+            for name in value:
+                preset(name)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("pin", "drop")
+    @classmethod
+    def _pointers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        try:
+            PinFields(*value)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    def normalizers(self) -> tuple[AnswerNormalizer, ...]:
+        """The answer normalizers these settings describe: presets, then pin, then drop."""
+        out: list[AnswerNormalizer] = [preset(name) for name in self.presets]
+        if self.pin:
+            out.append(PinFields(*self.pin))
+        if self.drop:
+            out.append(DropFields(*self.drop))
+        return tuple(out)
+
+
 class Config(_Model):
     """Validated `[tool.redactkey]` settings; `Config()` is the defaults."""
 
@@ -178,6 +221,7 @@ class Config(_Model):
     detectors: tuple[DetectorSpec, ...] = ()
     keys: dict[str, KeySpecSettings] = Field(default_factory=dict)
     hosts: dict[str, str] = Field(default_factory=dict)
+    answers: AnswerSettings = Field(default_factory=AnswerSettings)
     allowlist: tuple[AllowEntry, ...] = ()
     max_fixture_bytes: int = Field(default=1024 * 1024, ge=1)
     verify: VerifySettings = Field(default_factory=VerifySettings)

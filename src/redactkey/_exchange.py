@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from datetime import timedelta
 
     from ._age import ExpiryAction, FixtureAges
+    from ._answers import AnswerNormalizer
     from ._config import Config
     from ._keys import KeySpec
     from ._redact import Redactor
@@ -339,6 +340,7 @@ class HttpFixtures:
         on_expiry: ExpiryAction = "warn",
         ages: FixtureAges | None = None,
         config: Config | None = None,
+        answer_normalizers: Iterable[AnswerNormalizer] | None = None,
     ) -> None:
         self.store = store
         self.fixtures = ModelFixtures(
@@ -346,7 +348,7 @@ class HttpFixtures:
             how_to_record=how_to_record, verify=verify, on_drift=on_drift,
             how_to_rerecord=how_to_rerecord, copy_answers=False, max_age=max_age,
             on_expiry=on_expiry, ages=ages,
-            config=config,
+            config=config, answer_normalizers=answer_normalizers,
         )
         # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
         self.redactor: Redactor = self.fixtures.redactor  # type: ignore[assignment]

@@ -46,6 +46,7 @@ from ._age import (
     format_duration,
     parse_duration,
 )
+from ._answers import AnswerNormalizer, normalize_answer
 from ._canonical import JSONValue, pointer_join, to_json
 from ._config import Config, load_config
 from ._errors import (
@@ -312,6 +313,10 @@ class ModelFixtures:
     reads it): the spec of a kind is `config.key_spec(kind)`, so
     `[tool.redactkey.keys.<kind>]` counts here exactly as in `redact key`.
 
+    `answer_normalizers` pin or drop volatile answer fields before an answer (or each
+    chunk of a stream) is written (default: `[tool.redactkey.answers]` of `config`;
+    see `PROVIDER_ANSWERS`); the caller still gets the live answer when recording.
+
     Options: `spec` (a KeySpec for every call instead), `recordable(exc)`
     (which other exceptions of `live` are the callee's own and deterministic),
     `record_answer(answer)` (False keeps an answer out of the store, e.g. a 5xx
@@ -350,11 +355,16 @@ class ModelFixtures:
         on_expiry: ExpiryAction = "warn",
         ages: FixtureAges | None = None,
         config: Config | None = None,
+        answer_normalizers: Iterable[AnswerNormalizer] | None = None,
     ) -> None:
         self.store = store
         self.copy_answers = copy_answers
         self.mode, self._mode_source = _resolve(mode, model=model, environ=environ)
         self.config = config if config is not None else load_config()
+        self.answer_normalizers: tuple[AnswerNormalizer, ...] = (
+            self.config.answers.normalizers() if answer_normalizers is None
+            else tuple(answer_normalizers)
+        )
         self.redactor = redactor if redactor is not None else _default_redactor(self.mode)
         self.spec = spec
         self.recordable = recordable if recordable is not None else _always_false
@@ -504,6 +514,12 @@ class ModelFixtures:
         return self.store.recorded_requests(kind)
 
     def _write(self, call: _Call, **outcome: Any) -> None:
+        if self.answer_normalizers:
+            if "answer" in outcome:
+                outcome["answer"] = normalize_answer(outcome["answer"], self.answer_normalizers)
+            if "chunks" in outcome:
+                outcome["chunks"] = [normalize_answer(chunk, self.answer_normalizers)
+                                     for chunk in outcome["chunks"]]
         fixture = Fixture(key=call.key, kind=call.kind, request=call.material, **outcome)
         self.store.put(fixture)
         with self._lock:
@@ -1132,12 +1148,13 @@ class ToolFixtures:
         on_expiry: ExpiryAction = "warn",
         ages: FixtureAges | None = None,
         config: Config | None = None,
+        answer_normalizers: Iterable[AnswerNormalizer] | None = None,
     ) -> None:
         self.fixtures = ModelFixtures(
             store, mode=mode, redactor=redactor, recordable=recordable, report=report,
             label=label, model=False, environ=environ, verify=verify, on_drift=on_drift,
             max_age=max_age, on_expiry=on_expiry, ages=ages,
-            config=config,
+            config=config, answer_normalizers=answer_normalizers,
         )
 
     @property

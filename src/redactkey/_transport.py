@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from ._age import ExpiryAction, FixtureAges
+    from ._answers import AnswerNormalizer
     from ._config import Config
     from ._keys import KeySpec
     from ._redact import Redactor
@@ -166,6 +167,8 @@ class FixtureTransport(_TransportBase):
     `spec` changes what counts toward the key (default: the "http" `KeySpec` with
     `[tool.redactkey.keys.http]` of `config`, by default the nearest configuration file);
     `response_headers` is the allowlist of response headers a fixture keeps;
+    `answer_normalizers` pin or drop volatile answer fields before writing (default:
+    `[tool.redactkey.answers]` of `config`);
     `how_to_record` replaces the advice a replay miss ends with. In verify mode every
     request goes live and the response is compared with its recording (`verify` rules,
     `on_drift` to collect instead of raising `DriftError`); nothing is written.
@@ -190,6 +193,7 @@ class FixtureTransport(_TransportBase):
         on_expiry: ExpiryAction = "warn",
         ages: FixtureAges | None = None,
         config: Config | None = None,
+        answer_normalizers: Iterable[AnswerNormalizer] | None = None,
     ) -> None:
         self._store = store
         self._http = HttpFixtures(
@@ -197,7 +201,7 @@ class FixtureTransport(_TransportBase):
             response_headers=response_headers, how_to_record=how_to_record,
             verify=verify, on_drift=on_drift, how_to_rerecord=how_to_rerecord,
             max_age=max_age, on_expiry=on_expiry, ages=ages,
-            config=config,
+            config=config, answer_normalizers=answer_normalizers,
         )
         self._fixtures = self._http.fixtures
         self._redactor: Redactor = self._http.redactor
