@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -87,3 +89,86 @@ class TestDummyKeys:
         result = run(pytester)
         result.assert_outcomes(errors=1)
         result.stdout.fnmatch_lines(["*redactkey_min_secret_length*4 to 256*"])
+
+
+TOOL_TEST = """
+    def test_tool(tool_fixtures):
+        live = None if tool_fixtures.mode == "replay" else (lambda: {"hits": 3})
+        assert tool_fixtures.call("search", {"q": "cats"}, live) == {"hits": 3}
+"""
+
+
+class TestPluginOptions:
+    """`tool_fixtures`, `--redactkey-store`, `--redactkey-block-network`, paths."""
+
+    def test_tool_fixtures_record_then_replay(self, pytester: pytest.Pytester) -> None:
+        """The `tool_fixtures` fixture records a tool call and replays it."""
+        pytester.makepyfile(test_app=TOOL_TEST)
+        run(pytester, "--redactkey-mode=record").assert_outcomes(passed=1)
+        files = [p.name for p in (pytester.path / "fixtures" / "test_app").iterdir()]
+        assert len(files) == 1
+        assert files[0].startswith("search.")
+        result = run(pytester)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["replayed 1, recorded 0, missing 0*"])
+
+    def test_cassette_store(self, pytester: pytest.Pytester) -> None:
+        """`--redactkey-store=cassette` records into `<fixture dir>.json` and replays it."""
+        pytester.makepyfile(test_app=TOOL_TEST + TEST_CHAT)
+        run(pytester, "--redactkey-mode=record", "--redactkey-store=cassette").assert_outcomes(
+            passed=2)
+        cassette = pytester.path / "fixtures" / "test_app.json"
+        assert len(json.loads(cassette.read_text(encoding="utf-8"))["entries"]) == 2
+        assert not (pytester.path / "fixtures" / "test_app").exists()
+        run(pytester, "--redactkey-store=cassette").assert_outcomes(passed=2)
+        run(pytester).assert_outcomes(failed=2)  # the directory store has nothing
+
+    def test_block_network_guards_every_test(self, pytester: pytest.Pytester) -> None:
+        """`--redactkey-block-network` refuses connections in tests without redactkey."""
+        pytester.makepyfile(test_app="""
+            import socket
+
+            def test_plain():
+                socket.create_connection(("192.0.2.1", 9), timeout=0.01)
+        """)
+        result = run(pytester, "--redactkey-block-network")
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["*NetworkRefusedError*192.0.2.1:9*"])
+
+    def test_redactor_alone_turns_the_guard_on(self, pytester: pytest.Pytester) -> None:
+        """A test that uses only `redactor` (or `run_secrets`) is guarded in replay."""
+        pytester.makepyfile(test_app="""
+            import socket
+
+            def test_redactor(redactor):
+                socket.create_connection(("192.0.2.1", 9), timeout=0.01)
+        """)
+        result = run(pytester)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["*NetworkRefusedError*"])
+
+    def test_module_path_has_no_doubled_root(self, pytester: pytest.Pytester) -> None:
+        """`tests/recorded/{module_path}` for tests/test_app.py is tests/recorded/test_app."""
+        pytester.makeini("[pytest]\nredactkey_fixture_dir = tests/recorded/{module_path}\n")
+        (pytester.path / "tests").mkdir()
+        (pytester.path / "tests" / "test_app.py").write_text(
+            "def test_show(redactkey_settings):\n"
+            "    print('DIR', redactkey_settings.fixture_dir)\n",
+            encoding="utf-8")
+        result = run(pytester, "-s")
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines([f"*DIR {pytester.path / 'tests' / 'recorded' / 'test_app'}"])
+
+    def test_summary_paths_are_normalised(self, pytester: pytest.Pytester) -> None:
+        """A marker path with `..` is shown normalised in the summary."""
+        (pytester.path / "tests").mkdir()
+        (pytester.path / "tests" / "test_app.py").write_text(
+            "import pytest\n\n"
+            "@pytest.mark.redactkey(path='../shared/chat')\n"
+            "def test_chat(model_fixtures):\n"
+            "    model_fixtures.call('chat', {'model': 'm', 'prompt': 'p'}, None)\n",
+            encoding="utf-8")
+        result = run(pytester)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["  tests/test_app.py::test_chat: chat * in shared/chat"])
+        assert "tests/../shared" not in result.stdout.str()

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ._config import Config
     from ._format import Fixture
     from ._redact import Redactor
+    from ._replay import ToolFixtures
     from ._secrets import RunSecrets
     from ._store import FixtureStore
     from ._transport import FixtureTransport
@@ -68,7 +69,11 @@ REDACTKEY_FIXTURES = frozenset({
     "redactkey_settings",
     "redactkey_tool_transport",
     "redactkey_transport",
+    "redactor",
+    "run_secrets",
+    "tool_fixtures",
 })
+STORES = ("dir", "cassette")
 
 # Fixtures that hand a test a redactkey transport: in record mode its other connections
 # are a bypass.
@@ -151,6 +156,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(record it again; the network guard is off)",
     )
     group.addoption(
+        "--redactkey-block-network", dest="redactkey_block_network", action="store_true",
+        default=False, help="in replay, refuse network connections in every test, not only "
+        "in those that use redactkey (like pytest-recording's --block-network)",
+    )
+    group.addoption(
+        "--redactkey-store", dest="redactkey_store", choices=STORES, default=None,
+        help="dir: one file per call in the fixture directory (default); cassette: one "
+        "JSON cassette per fixture directory, <dir>.json",
+    )
+    group.addoption(
         "--redactkey-report", dest="redactkey_report", default=None, metavar="PATH",
         help="where to write the JSON run report (default: ini redactkey_report)",
     )
@@ -159,6 +174,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "fixture directory, relative to the rootdir; {module} is the test module's name and "
         "{module_path} its path without .py (default: <test dir>/fixtures/<module>)",
         default="",
+    )
+    parser.addini(
+        "redactkey_store", "dir (one file per call, default) or cassette (<dir>.json)",
+        default="dir",
     )
     parser.addini(
         "redactkey_allow_loopback", "in replay, allow connections to loopback addresses",
@@ -221,6 +240,7 @@ class _ConfigSettings:
     verify: str = "fail"
     max_age: str | None = None
     on_expiry: ExpiryAction | None = None
+    store: str = "dir"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> _ConfigSettings:
@@ -239,6 +259,15 @@ class _ConfigSettings:
         if guard not in GUARD_SCOPES:
             raise pytest.UsageError(
                 f"ini redactkey_network_guard={guard!r}: use one of {', '.join(GUARD_SCOPES)}"
+            )
+        if config.getoption("redactkey_block_network"):
+            guard = "all"
+        store_opt = config.getoption("redactkey_store")
+        store = str(config.getini("redactkey_store")).strip() or "dir" if store_opt is None \
+            else str(store_opt)
+        if store not in STORES:
+            raise pytest.UsageError(
+                f"ini redactkey_store={store!r}: use one of {', '.join(STORES)}"
             )
         report_opt = config.getoption("redactkey_report")
         report_text = str(config.getini("redactkey_report")) if report_opt is None else report_opt
@@ -267,6 +296,7 @@ class _ConfigSettings:
             verify=verify,
             max_age=max_age,
             on_expiry=config.getoption("redactkey_on_expiry"),
+            store=store,
         )
 
 
@@ -313,7 +343,8 @@ def _fixture_dir(item: pytest.Item, conf: _ConfigSettings, marker_path: Any) -> 
     test_file = _module_path(item)
     if marker_path is not None:
         path = Path(os.fspath(marker_path))
-        return path if path.is_absolute() else test_file.parent / path
+        # normalised, so the summary shows shared/chat rather than tests/../shared/chat
+        return Path(os.path.normpath(path if path.is_absolute() else test_file.parent / path))
     module = test_file.stem
     if conf.fixture_dir:
         rootpath = item.config.rootpath
@@ -321,11 +352,19 @@ def _fixture_dir(item: pytest.Item, conf: _ConfigSettings, marker_path: Any) -> 
             rel = test_file.relative_to(rootpath).with_suffix("")
         except ValueError:
             rel = Path(module)
+        prefix = Path(conf.fixture_dir.split("{module_path}", 1)[0])
+        if (
+            "{module_path}" in conf.fixture_dir and prefix.parts and len(rel.parts) > 1
+            and rel.parts[0] == prefix.parts[0]
+        ):
+            # tests/recorded/{module_path} for tests/test_x.py is tests/recorded/test_x,
+            # not tests/recorded/tests/test_x
+            rel = rel.relative_to(rel.parts[0])
         text = conf.fixture_dir.replace("{module_path}", rel.as_posix()).replace(
             "{module}", module
         )
         path = Path(text)
-        return path if path.is_absolute() else rootpath / path
+        return Path(os.path.normpath(path if path.is_absolute() else rootpath / path))
     return test_file.parent / "fixtures" / module
 
 
@@ -998,10 +1037,16 @@ def redactkey_settings(request: pytest.FixtureRequest) -> RedactkeySettings:
 def fixture_store(
     request: pytest.FixtureRequest, redactkey_settings: RedactkeySettings
 ) -> Iterator[TrackedStore]:
-    """This test's fixture directory as a store (per test module unless configured)."""
-    from ._store import FixtureDir
+    """This test's fixture directory as a store (per test module unless configured), or
+    with `--redactkey-store=cassette` the cassette `<fixture dir>.json`."""
+    from ._store import CassetteStore, FixtureDir
 
-    store = TrackedStore(FixtureDir(redactkey_settings.fixture_dir), request.node.nodeid)
+    directory = redactkey_settings.fixture_dir
+    inner: FixtureStore = (
+        CassetteStore(directory.with_name(directory.name + ".json"))
+        if _state(request).conf.store == "cassette" else FixtureDir(directory)
+    )
+    store = TrackedStore(inner, request.node.nodeid)
     yield store
     _state(request).add_events(store)
 
@@ -1137,6 +1182,29 @@ def _layer_options(request: pytest.FixtureRequest) -> dict[str, Any]:
     if state.conf.verify == "report":
         options["on_drift"] = lambda error: state.add_drift(nodeid, error)
     return options
+
+
+@pytest.fixture
+def tool_fixtures(
+    request: pytest.FixtureRequest,
+    fixture_store: TrackedStore,
+    redactor: Redactor,
+    redactkey_settings: RedactkeySettings,
+) -> ToolFixtures:
+    """`ToolFixtures` over this test's store, in the test's tool mode:
+    ``tool_fixtures.call("search", {"q": "cats"}, live)`` or ``@tool_fixtures.tool``."""
+    from ._replay import ToolFixtures
+
+    options = _layer_options(request)
+    options.pop("how_to_rerecord", None)
+    return ToolFixtures(
+        fixture_store,
+        mode=redactkey_settings.mode,
+        redactor=redactor,
+        label=request.node.nodeid,
+        config=_project_config(request),
+        **options,
+    )
 
 
 @pytest.fixture
