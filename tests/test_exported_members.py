@@ -40,3 +40,11 @@ def test_extension_points_are_exported() -> None:
     """Host aliases, forwarding and answer normalizers need no private import."""
     assert {"ForwardingTransport", "PROVIDER_ANSWERS", "PinFields", "DropFields"} <= set(
         redactkey.__all__)
+
+
+def test_names_the_docs_need_are_exported() -> None:
+    """What the docs show users is importable from `redactkey`, never a private module."""
+    needed = {"KEY_SCHEME_VERSION", "MODEL_FIELDS", "SENSITIVE_KEYS", "NetworkRefusedError",
+              "load_config", "Config"}
+    assert needed <= set(redactkey.__all__)
+    assert issubclass(redactkey.NetworkRefusedError, redactkey.RedactkeyError)

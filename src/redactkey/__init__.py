@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._answers import PROVIDER_ANSWERS, DropFields, PinFields
 from ._canonical import canonicalize
+from ._config import Config, load_config
 from ._errors import (
     CanonicalizationError,
     ConfigError,
@@ -27,8 +28,17 @@ from ._errors import (
     VolatileValueWarning,
 )
 from ._format import Fixture
-from ._keys import DropKeys, KeySpec, ReplaceVolatile, find_volatile, key_material, request_key
-from ._redact import Finding, Redactor
+from ._keys import (
+    KEY_SCHEME_VERSION,
+    MODEL_FIELDS,
+    DropKeys,
+    KeySpec,
+    ReplaceVolatile,
+    find_volatile,
+    key_material,
+    request_key,
+)
+from ._redact import SENSITIVE_KEYS, Finding, Redactor
 from ._secrets import DeclaresSecrets, RunSecrets, collect_run_secrets
 from ._store import CassetteStore, FixtureDir, FixtureStore
 
@@ -42,6 +52,7 @@ if TYPE_CHECKING:
     from ._transport import FixtureTransport, ForwardingTransport
     from ._vcr import VcrHooks, use_redactkey
     from ._verify import VerifyRules
+    from .pytest_plugin import NetworkRefusedError
 
 # Loaded on first use so `import redactkey` (and every `redact` command) stays light:
 # the transport and vcr layers import httpx and httpx2, the replay layer jsonschema.
@@ -51,6 +62,7 @@ _LAZY = {
     "FixtureTransport": "._transport",
     "ForwardingTransport": "._transport",
     "ModelFixtures": "._replay",
+    "NetworkRefusedError": ".pytest_plugin",
     "RequestsAdapter": "._requests",
     "RunReport": "._report",
     "ToolFixtures": "._replay",
@@ -63,10 +75,14 @@ _LAZY = {
 }
 
 __all__ = [
+    "KEY_SCHEME_VERSION",
+    "MODEL_FIELDS",
     "PROVIDER_ANSWERS",
+    "SENSITIVE_KEYS",
     "CanonicalizationError",
     "CassetteStore",
     "ClientAdapter",
+    "Config",
     "ConfigError",
     "DeclaresSecrets",
     "DriftError",
@@ -88,6 +104,7 @@ __all__ = [
     "KeySpec",
     "MissingFixtureError",
     "ModelFixtures",
+    "NetworkRefusedError",
     "PinFields",
     "RecordedError",
     "RedactkeyError",
@@ -109,6 +126,7 @@ __all__ = [
     "collect_run_secrets",
     "find_volatile",
     "key_material",
+    "load_config",
     "request_key",
     "resolve_mode",
     "use_botocore",

@@ -1,0 +1,208 @@
+"""Every Python block in README.md and docs/ runs.
+
+A block runs in a fresh namespace, in an empty temporary directory, with replay mode
+and fake provider keys in the environment; top-level `await` is allowed. A block that
+is a fragment says so with a marker on the line before its fence, and a hidden setup
+below completes it:
+
+    <!-- docs: setup=NAME -->      run SETUPS[NAME] first, in the same namespace
+    <!-- docs: continue -->        run in the namespace of the previous block of the file
+
+Docs name public names only: no `redactkey._private` import or attribute.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import os
+import re
+import textwrap
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+_FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+_MARKER = re.compile(r"<!--\s*docs:\s*(.*?)\s*-->\s*$")
+_PRIVATE = re.compile(r"\bredactkey\.(?:_[a-z]\w*|[a-z]\w*\._\w+)")
+
+FAKE_KEYS = {
+    "OPENAI_API_KEY": "sk-proj-" + "Dq7xW2" * 8,
+    "ANTHROPIC_API_KEY": "sk-ant-api03-" + "Rk5vN8" * 12,
+}
+
+_CHAT = """
+import httpx2, openai
+
+def _answer(request):
+    return httpx2.Response(200, json={
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "Hello!"}}]})
+
+client = openai.OpenAI(http_client=httpx2.Client(transport=httpx2.MockTransport(_answer)))
+"""
+
+SETUPS: dict[str, str] = {
+    # fixture-format.md: the document a fixture file holds, a key to look up
+    "document": "import json\ndocument = {'version': 1}\n",
+    "fixture-key": "key = '0' * 64\n",
+    # modes.md: a model client with sync, streaming and async calls, recorded on first use
+    "model-client": """
+import os
+os.environ["REDACTKEY_MODE"] = "auto"
+components = ["OPENAI_API_KEY"]
+prompt = "Say hello"
+request = {"model": "m-1", "messages": [{"role": "user", "content": prompt}]}
+
+class _Client:
+    def complete(self, **request):
+        return "Hello!"
+    def stream(self, **request):
+        return iter(["Hel", "lo!"])
+    async def acomplete(self, **request):
+        return "Hello!"
+    async def astream(self, **request):
+        for piece in ("Hel", "lo!"):
+            yield piece
+
+client = _Client()
+""",
+    # modes.md: ModelFixtures in front of an OpenAI client answering from a mock transport
+    "openai-fixtures": _CHAT + """
+import os
+from openai.types.chat import ChatCompletion
+from redactkey import FixtureDir, ModelFixtures
+os.environ["REDACTKEY_MODE"] = "auto"
+fixtures = ModelFixtures(FixtureDir("tests/fixtures"))
+""",
+    # redaction.md: components that read secrets, a request, chunks and an answer
+    "redaction": """
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings
+
+class Settings(BaseSettings):
+    anthropic_api_key: SecretStr = SecretStr("sk-ant-api03-" + "Zz9" * 20)
+
+class GitHubTool:
+    secret_slots = ("GITHUB_TOKEN",)
+
+settings, github_tool = Settings(), GitHubTool()
+request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+chunks = ["Hel", "lo"]
+answer = {"text": "Hello"}
+""",
+    # redaction.md: a client holding a session token
+    "session-client": "class _C:\n    session_token = 'tok'\nclient = _C()\n",
+}
+
+
+@dataclass
+class Block:
+    path: Path
+    line: int
+    code: str
+    setup: str | None
+    continues: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.relative_to(ROOT).as_posix()}:{self.line}"
+
+
+def _blocks() -> list[Block]:
+    found = []
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for match in _FENCE.finditer(text):
+            before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+            marker = _MARKER.search(before)
+            options = dict(
+                part.partition("=")[::2] for part in re.split(r"[,\s]+", marker.group(1))
+            ) if marker else {}
+            found.append(Block(
+                path=path,
+                line=text[: match.start()].count("\n") + 2,
+                code=match.group(1),
+                setup=options.get("setup") or None,
+                continues="continue" in options,
+            ))
+    return found
+
+
+BLOCKS = _blocks()
+
+
+def _run(code: str, name: str, namespace: dict[str, Any]) -> None:
+    compiled = compile(code, name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+                       dont_inherit=True)
+    result = eval(compiled, namespace)
+    if asyncio.iscoroutine(result):
+        asyncio.run(result)
+
+
+_namespaces: dict[Path, dict[str, Any]] = {}
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.name for b in BLOCKS])
+def test_python_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The block runs as a reader would paste it (after its hidden setup, if marked)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("REDACTKEY_MODE", "REDACTKEY_MODEL_MODE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in FAKE_KEYS.items():
+        monkeypatch.setenv(name, value)
+    saved = dict(os.environ)
+    if block.continues:
+        assert block.path in _namespaces, f"{block.name}: 'continue' needs a block before it"
+        namespace = _namespaces[block.path]
+    else:
+        namespace = {"__name__": "docs_example"}
+    _namespaces[block.path] = namespace
+    try:
+        with warnings.catch_warnings():
+            # a reader sees warnings; they are not the example's failure
+            warnings.simplefilter("default")
+            if block.setup is not None:
+                assert block.setup in SETUPS, f"{block.name}: unknown setup {block.setup!r}"
+                _run(textwrap.dedent(SETUPS[block.setup]), f"setup {block.setup}", namespace)
+            _run(block.code, block.name, namespace)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_count_of_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """The collector finds the docs' blocks; the count is printed for the CI log."""
+    with capsys.disabled():
+        print(f"\ndocs: {len(BLOCKS)} Python blocks collected from {len(DOCS)} files "
+              f"({sum(b.setup is not None for b in BLOCKS)} with a hidden setup)")
+    assert len(BLOCKS) >= 25
+
+
+def test_docs_name_public_names_only() -> None:
+    """No page points users at a private module or name of redactkey."""
+    problems = [
+        f"{path.relative_to(ROOT)}:{text[: m.start()].count(chr(10)) + 1}: {m.group(0)}"
+        for path in DOCS if "decisions" not in path.parts
+        for text in [path.read_text(encoding="utf-8")]
+        for m in _PRIVATE.finditer(text)
+    ]
+    assert problems == []
+
+
+def test_install_lines_say_from_a_checkout() -> None:
+    """Until a release exists, no page tells users to `pip install redactkey`."""
+    problems = [
+        f"{path.relative_to(ROOT)}: {line.strip()}"
+        for path in DOCS
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.search(r"pip install (?:-U )?redactkey\b", line)
+    ]
+    assert problems == []
