@@ -98,6 +98,72 @@ request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 chunks = ["Hel", "lo"]
 answer = {"text": "Hello"}
 """,
+    # http-clients.md: the search call, recorded once from a canned answer
+    "recorded-search": """
+import io
+import requests
+import urllib3
+from requests.adapters import BaseAdapter
+from redactkey import FixtureDir, RequestsAdapter
+
+class _Canned(BaseAdapter):
+    def send(self, request, **kwargs):
+        response = requests.Response()
+        response.status_code = 200
+        response.raw = urllib3.HTTPResponse(body=io.BytesIO(b'{"hits": []}'), status=200,
+                                            headers={"content-type": "application/json"},
+                                            preload_content=False)
+        response.headers["content-type"] = "application/json"
+        response.url, response.request = request.url, request
+        return response
+
+    def close(self):
+        pass
+
+_session = requests.Session()
+_session.mount("https://", RequestsAdapter(FixtureDir("tests/fixtures"), mode="record",
+                                           inner=_Canned()))
+_session.post("https://api.example.com/v1/search", json={"q": "redactkey"})
+""",
+    # http-clients.md: reading a stream with requests, aiohttp, httpx (the clients alone)
+    "stream-requests": """
+import contextlib
+url, body = "https://api.example.test/v1/stream", {"stream": True}
+
+class _Response:
+    def iter_lines(self):
+        return iter([b"data: 1", b"data: 2"])
+
+class _Session:
+    def post(self, url, json=None, stream=False):
+        return contextlib.nullcontext(_Response())
+
+session = _Session()
+""",
+    "stream-aiohttp": """
+import contextlib
+url, body = "https://api.example.test/v1/stream", {"stream": True}
+
+class _Content:
+    async def __aiter__(self):
+        for line in (b"data: 1", b"data: 2"):
+            yield line
+
+class _Response:
+    content = _Content()
+
+class _Session:
+    def post(self, url, json=None):
+        return contextlib.nullcontext(_Response())
+
+session = _Session()
+""",
+    "stream-httpx": """
+import httpx2
+url, body = "https://api.example.test/v1/stream", {"stream": True}
+client = httpx2.Client(transport=httpx2.MockTransport(
+    lambda request: httpx2.Response(200, text="data: 1\\n\\ndata: 2\\n\\n")))
+""",
     # redaction.md: a client holding a session token
     "session-client": "class _C:\n    session_token = 'tok'\nclient = _C()\n",
 }
