@@ -176,8 +176,8 @@ class TestWalk:
         (tmp_path / "LICENSE.txt").write_text("MIT\n", encoding="utf-8")
         assert main(["audit", "--no-color", str(tmp_path)]) == 0
         last = capsys.readouterr().out.strip().splitlines()[-1]
-        assert last == ("audit: 1 file read (1 HAR files), 1 skipped (1 licence text); "
-                        "0 errors, 0 warnings, 1 notes in 1 files -> clean (exit 0)")
+        assert last == ("audit: 1 file read (1 HAR file), 1 skipped (1 licence text); "
+                        "0 errors, 0 warnings, 1 note in 1 file -> clean (exit 0)")
 
 
 class TestPlaceholders:

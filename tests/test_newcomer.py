@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+
+from conftest import ROOT
+from redactkey._cli import main
+from redactkey._findings import rule_for
 
 pytest_plugins = ["pytester"]
 
@@ -172,3 +177,37 @@ class TestPluginOptions:
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(["  tests/test_app.py::test_chat: chat * in shared/chat"])
         assert "tests/../shared" not in result.stdout.str()
+
+
+class TestCliPolish:
+    """The CLI's first impressions: config hint, a line when clean, plural agreement."""
+
+    def test_private_file_with_tool_header_gets_a_hint(self, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+        """`[tool.redactkey]` in .redactkey.toml is exit 2 saying where the header belongs."""
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / ".redactkey.toml").write_text('[tool.redactkey]\nplaceholder = "X"\n',
+                                                  encoding="utf-8")
+        (tmp_path / "a.txt").write_text("hello\n", encoding="utf-8")
+        assert main(["check", "a.txt"]) == 2
+        err = capsys.readouterr().err
+        assert "belongs in pyproject.toml" in err
+        assert "top level" in err
+
+    def test_counts_agree_with_their_nouns(self, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+        """One file, one note: singular nouns in the audit's closing line."""
+        (tmp_path / "a.txt").write_text("hello\n", encoding="utf-8")
+        main(["audit", "--no-color", str(tmp_path)])
+        last = capsys.readouterr().out.strip().splitlines()[-1]
+        assert "1 files" not in last
+        assert "1 notes" not in last
+        assert "1 warnings" not in last
+
+    def test_volatile_fix_points_at_the_normalizers_page(self) -> None:
+        """The audit's fix text names the page that documents normalizers."""
+        fix = rule_for("volatile-key-material").fix
+        assert "docs/keys.md" in fix
+        assert "normalizers" in (ROOT / "docs" / "keys.md").read_text(encoding="utf-8")

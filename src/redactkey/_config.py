@@ -292,6 +292,12 @@ def _validate(table: Any, source: str, prefix: str) -> Config:
         raise ConfigError(source, f"{prefix or 'the file'} must be a table")
     if "source" in table:
         raise ConfigError(source, f"{prefix}source: unknown setting (see docs/configuration.md)")
+    if not prefix and isinstance(table.get("tool"), dict) and "redactkey" in table["tool"]:
+        raise ConfigError(
+            source, "[tool.redactkey] belongs in pyproject.toml; .redactkey.toml holds the "
+            "same settings at its top level: remove the [tool.redactkey] header line "
+            "(and the 'tool.redactkey.' of sub-tables such as [tool.redactkey.keys.http])"
+        )
     try:
         config = Config.model_validate({**table, "source": source})
     except ValidationError as exc:

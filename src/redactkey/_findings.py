@@ -79,7 +79,8 @@ RULES: dict[str, FindingRule] = _rules(
          "freeze or normalise it so that re-recording produces the same request"),
     FindingRule("volatile-key-material", "volatile", "warning",
          "a volatile value in a fixture's key material: the fixture will never hit",
-         "add a normalizer for the field (see docs/configuration.md) and re-record"),
+         "add a normalizer for the field (docs/keys.md, 'Volatile values and normalizers') "
+         "and re-record"),
     FindingRule("duplicate-interaction", "duplicate", "warning",
          "the same request recorded more than once in one cassette",
          "re-record the cassette or use record_mode=once; duplicates replay in order"),

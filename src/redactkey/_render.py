@@ -227,6 +227,16 @@ def _summary(console: Console, issues: Sequence[Issue]) -> None:
     console.print()
 
 
+def _singular(name: str, count: int) -> str:
+    """`1 text file`, `2 text files`: a plural format name made to agree with its count."""
+    return name[:-1] if count == 1 and name.endswith("s") else name
+
+
+def _count(n: int, noun: str) -> str:
+    """`1 warning`, `2 warnings`: the number with its noun in agreement."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _reason_kind(reason: str) -> str:
     """A skip reason without its particulars (sizes), for counting."""
     return reason.split(" (", 1)[0].split(":", 1)[0]
@@ -239,7 +249,7 @@ def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
     noun = "file" if report.files == 1 else "files"
     parts = [f"{report.command}: {report.files} {noun} read"]
     if report.formats:
-        kinds = ", ".join(f"{count} {_FORMAT_NAMES.get(name, name)}"
+        kinds = ", ".join(f"{count} {_singular(_FORMAT_NAMES.get(name, name), count)}"
                           for name, count in sorted(report.formats.items()))
         parts[0] += f" ({kinds})"
     if report.skipped:
@@ -248,8 +258,8 @@ def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
             f"{count} {reason}" for reason, count in sorted(reasons.items())) + ")"
     if listed:
         parts.append(
-            f"{levels['error']} errors, {levels['warning']} warnings, {levels['note']} notes "
-            f"in {files} files"
+            f"{_count(levels['error'], 'error')}, {_count(levels['warning'], 'warning')}, "
+            f"{_count(levels['note'], 'note')} in {_count(files, 'file')}"
         )
     else:
         parts.append("no findings")
