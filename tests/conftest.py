@@ -14,3 +14,11 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared is not present beside this checkout")
     return SHARED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print how many documentation blocks ran (tests/test_docs_examples.py)."""
+    ran = [r for r in terminalreporter.stats.get("passed", [])
+           if "test_python_block_runs[" in getattr(r, "nodeid", "")]
+    if ran:
+        terminalreporter.write_line(f"docs: {len(ran)} Python blocks of README.md and docs/ ran")

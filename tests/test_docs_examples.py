@@ -280,3 +280,13 @@ def test_install_lines_say_from_a_checkout() -> None:
         if re.search(r"pip install (?:-U )?redactkey\b", line)
     ]
     assert problems == []
+
+
+def test_decision_index_lists_every_record() -> None:
+    """docs/decisions/README.md links every decision record, and only existing ones."""
+    decisions = ROOT / "docs" / "decisions"
+    index = (decisions / "README.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\((\d{4}-[^)]+\.md)\)", index))
+    records = {path.name for path in decisions.glob("[0-9][0-9][0-9][0-9]-*.md")}
+    assert sorted(records - linked) == [], "add these records to docs/decisions/README.md"
+    assert sorted(linked - records) == []

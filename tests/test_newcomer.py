@@ -211,3 +211,24 @@ class TestCliPolish:
         fix = rule_for("volatile-key-material").fix
         assert "docs/keys.md" in fix
         assert "normalizers" in (ROOT / "docs" / "keys.md").read_text(encoding="utf-8")
+
+
+class TestOwnFixtureNames:
+    """A project's own fixture named like a generic redactkey fixture is left alone."""
+
+    def test_local_redactor_fixture_is_not_guarded(self, pytester: pytest.Pytester) -> None:
+        """A test module's own `redactor` fixture makes no redactkey test (no guard, no
+        report)."""
+        pytester.makepyfile(test_app="""
+            import pytest
+
+            @pytest.fixture
+            def redactor():
+                return "mine"
+
+            def test_it(redactor):
+                assert redactor == "mine"
+        """)
+        run(pytester).assert_outcomes(passed=1)
+        assert not (pytester.path / ".redactkey-report.json").exists()
+        run(pytester, "--redactkey-block-network").assert_outcomes(passed=1)

@@ -654,7 +654,8 @@ def _projection(request: Any, spec: KeySpec, plain: Callable[..., Any]) -> JSONV
     return _project_fields(request, spec, plain)
 
 
-_HTTP_MEMBERS: Final = frozenset({"method", "url", "json", "text", "base64"})
+# "query" and "body" are read too: a projection read back from a fixture keys again.
+_HTTP_MEMBERS: Final = frozenset({"method", "url", "json", "text", "base64", "query", "body"})
 
 
 def _counted_part(request: Any, spec: KeySpec) -> Any:

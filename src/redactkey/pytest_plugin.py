@@ -391,10 +391,25 @@ def _settings_for(item: pytest.Item) -> RedactkeySettings:
     return settings
 
 
+# Names common enough that a project may define fixtures of its own with them: they make
+# a test a redactkey test only when they are the plugin's.
+_GENERIC_FIXTURES = frozenset({"redactor", "run_secrets"})
+
+
+def _ours(item: pytest.Item, name: str) -> bool:
+    if name not in _GENERIC_FIXTURES:
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.get(name) if info is not None else None
+    if not definitions:
+        return False
+    return getattr(definitions[-1].func, "__module__", "") == __name__
+
+
 def _uses_redactkey(item: pytest.Item) -> bool:
     names = getattr(item, "fixturenames", ())
     return item.get_closest_marker(MARKER) is not None or any(
-        name in REDACTKEY_FIXTURES for name in names
+        name in REDACTKEY_FIXTURES and _ours(item, name) for name in names
     )
 
 
