@@ -196,7 +196,7 @@ MODEL = st.fixed_dictionaries({
     "temperature": st.floats(0, 2, allow_nan=False),
     "user": TEXT,
 })
-TOOL = st.dictionaries(NAME, st.one_of(TEXT, st.integers(), st.lists(TEXT, max_size=2)),
+TOOL = st.dictionaries(NAME, st.one_of(TEXT, st.integers(-999, 999), st.lists(TEXT, max_size=2)),
                        max_size=4)
 CALLS = st.one_of(
     st.tuples(st.just("http"), HTTP),
