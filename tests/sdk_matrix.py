@@ -55,6 +55,16 @@ def redactor_for(key: str) -> Redactor:
     return Redactor(run)
 
 
+def transport_for(store: Any, mode: str, key: str) -> FixtureTransport:
+    """A transport over `store` in `mode` whose redactor knows `key`."""
+    return FixtureTransport(store, mode=mode, redactor=redactor_for(key))
+
+
+def user_turn(text: str) -> list[dict[str, str]]:
+    """One user message, in the chat shape every SDK in the matrix takes."""
+    return [{"role": "user", "content": text}]
+
+
 def prompt(key: str, what: str) -> str:
     return f"{what} ECHO:{key}"
 

@@ -16,7 +16,7 @@ import httpx2
 import pytest
 
 from fakeprovider import FakeProvider
-from redactkey import FixtureDir, FixtureTransport
+from redactkey import FixtureDir
 from sdk_matrix import (
     Recording,
     SdkChecks,
@@ -24,17 +24,10 @@ from sdk_matrix import (
     miss_report,
     prompt,
     record_then_replay,
-    redactor_for,
     replay_main,
+    transport_for,
+    user_turn,
 )
-
-
-def _transport(store: Any, mode: str, key: str) -> FixtureTransport:
-    return FixtureTransport(store, mode=mode, redactor=redactor_for(key))  # type: ignore[arg-type]
-
-
-def _user(text: str) -> Any:
-    return [{"role": "user", "content": text}]
 
 
 def _streamed(events: list[Any]) -> str:
@@ -44,21 +37,21 @@ def _streamed(events: list[Any]) -> str:
 async def _async(client: anthropic.AsyncAnthropic, key: str) -> dict[str, Any]:
     async with client:
         plain = await client.messages.create(model="claude-fake", max_tokens=64,
-                                             messages=_user(prompt(key, "async")))
+                                             messages=user_turn(prompt(key, "async")))
         stream = await client.messages.create(model="claude-fake", max_tokens=64, stream=True,
-                                              messages=_user(prompt(key, "async stream")))
+                                              messages=user_turn(prompt(key, "async stream")))
         events = [e async for e in stream]
     return {"async": plain.content[0].text, "async_stream": _streamed(events)}  # type: ignore[union-attr]
 
 
 def scenarios(mode: str, store: Path, url: str, key: str) -> dict[str, Any]:
-    transport = _transport(FixtureDir(store), mode, key)
+    transport = transport_for(FixtureDir(store), mode, key)
     with anthropic.Anthropic(api_key=key, base_url=url,
                              http_client=httpx2.Client(transport=transport)) as client:
         plain = client.messages.create(model="claude-fake", max_tokens=64,
-                                       messages=_user(prompt(key, "sync")))
+                                       messages=user_turn(prompt(key, "sync")))
         events = list(client.messages.create(model="claude-fake", max_tokens=64, stream=True,
-                                             messages=_user(prompt(key, "sync stream"))))
+                                             messages=user_turn(prompt(key, "sync stream"))))
     out = {"sync": plain.content[0].text, "sync_stream": _streamed(events)}  # type: ignore[union-attr]
     out.update(asyncio.run(_async(anthropic.AsyncAnthropic(
         api_key=key, base_url=url, http_client=httpx2.AsyncClient(transport=transport)
@@ -78,7 +71,7 @@ def misses(store: Path, url: str, key: str) -> list[dict[str, Any]]:
                                      http_client=httpx2.Client(transport=transport))
         )
         call = functools.partial(client.messages.create, model="claude-fake", max_tokens=5,
-                                 messages=_user("never recorded"))
+                                 messages=user_turn("never recorded"))
         found.append(miss_report("anthropic-async" if is_async else "anthropic", counting, call))
     return found
 

@@ -20,17 +20,10 @@ from sdk_matrix import (
     miss_report,
     prompt,
     record_then_replay,
-    redactor_for,
     replay_main,
+    transport_for,
+    user_turn,
 )
-
-
-def _transport(store: Any, mode: str, key: str) -> FixtureTransport:
-    return FixtureTransport(store, mode=mode, redactor=redactor_for(key))  # type: ignore[arg-type]
-
-
-def _user(text: str) -> Any:
-    return [{"role": "user", "content": text}]
 
 
 def _streamed(events: list[Any]) -> str:
@@ -40,19 +33,19 @@ def _streamed(events: list[Any]) -> str:
 async def _async(transport: FixtureTransport, url: str, key: str) -> dict[str, Any]:
     async with httpx.AsyncClient(transport=transport) as http:
         client = cohere.AsyncClientV2(api_key=key, base_url=url, httpx_client=http)
-        plain = await client.chat(model="command-fake", messages=_user(prompt(key, "async")))
+        plain = await client.chat(model="command-fake", messages=user_turn(prompt(key, "async")))
         events = [e async for e in client.chat_stream(
-            model="command-fake", messages=_user(prompt(key, "async stream")))]
+            model="command-fake", messages=user_turn(prompt(key, "async stream")))]
     return {"async": plain.message.content[0].text, "async_stream": _streamed(events)}
 
 
 def scenarios(mode: str, store: Path, url: str, key: str) -> dict[str, Any]:
-    transport = _transport(FixtureDir(store), mode, key)
+    transport = transport_for(FixtureDir(store), mode, key)
     with httpx.Client(transport=transport) as http:
         client = cohere.ClientV2(api_key=key, base_url=url, httpx_client=http)
-        plain = client.chat(model="command-fake", messages=_user(prompt(key, "sync")))
+        plain = client.chat(model="command-fake", messages=user_turn(prompt(key, "sync")))
         events = list(client.chat_stream(model="command-fake",
-                                         messages=_user(prompt(key, "sync stream"))))
+                                         messages=user_turn(prompt(key, "sync stream"))))
     out = {"sync": plain.message.content[0].text, "sync_stream": _streamed(events)}
     out.update(asyncio.run(_async(transport, url, key)))
     return out
@@ -70,7 +63,7 @@ def misses(store: Path, url: str, key: str) -> list[dict[str, Any]]:
                                  httpx_client=httpx.Client(transport=transport))
         )
         call = functools.partial(client.chat, model="command-fake",
-                                 messages=_user("never recorded"))
+                                 messages=user_turn("never recorded"))
         found.append(miss_report("cohere-async" if is_async else "cohere", counting, call))
     return found
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from fakeprovider import FakeProvider
-from redactkey import FixtureDir, FixtureTransport
+from redactkey import FixtureDir
 from sdk_matrix import (
     Recording,
     SdkChecks,
@@ -25,13 +25,9 @@ from sdk_matrix import (
     miss_report,
     prompt,
     record_then_replay,
-    redactor_for,
     replay_main,
+    transport_for,
 )
-
-
-def _transport(store: Any, mode: str, key: str) -> FixtureTransport:
-    return FixtureTransport(store, mode=mode, redactor=redactor_for(key))  # type: ignore[arg-type]
 
 
 def _text(chunks: list[Any]) -> str:
@@ -50,7 +46,7 @@ async def _async(client: groq.AsyncGroq, key: str) -> dict[str, Any]:
 
 
 def scenarios(mode: str, store: Path, url: str, key: str) -> dict[str, Any]:
-    transport = _transport(FixtureDir(store), mode, key)
+    transport = transport_for(FixtureDir(store), mode, key)
     with groq.Groq(api_key=key, base_url=url,
                    http_client=httpx.Client(transport=transport)) as client:
         plain = client.chat.completions.create(

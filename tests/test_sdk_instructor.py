@@ -27,6 +27,7 @@ from sdk_matrix import (
     record_then_replay,
     redactor_for,
     replay_main,
+    user_turn,
 )
 
 
@@ -34,18 +35,14 @@ class Echo(pydantic.BaseModel):
     text: str
 
 
-def _user(text: str) -> Any:
-    return [{"role": "user", "content": text}]
-
-
 async def _async(transport: FixtureTransport, url: str, key: str) -> dict[str, Any]:
     async with openai.AsyncOpenAI(api_key=key, base_url=f"{url}/v1",
                                   http_client=httpx2.AsyncClient(transport=transport)) as raw:
         client = instructor.from_openai(raw)
         plain = await client.chat.completions.create(
-            model="gpt-fake", response_model=Echo, messages=_user(prompt(key, "async")))
+            model="gpt-fake", response_model=Echo, messages=user_turn(prompt(key, "async")))
         partials = [p async for p in client.chat.completions.create_partial(
-            model="gpt-fake", response_model=Echo, messages=_user(prompt(key, "async stream")))]
+            model="gpt-fake", response_model=Echo, messages=user_turn(prompt(key, "async stream")))]
     return {"async": plain.text, "async_stream": partials[-1].text}
 
 
@@ -55,9 +52,9 @@ def scenarios(mode: str, store: Path, url: str, key: str) -> dict[str, Any]:
                        http_client=httpx2.Client(transport=transport)) as raw:
         client = instructor.from_openai(raw)
         plain = client.chat.completions.create(
-            model="gpt-fake", response_model=Echo, messages=_user(prompt(key, "sync")))
+            model="gpt-fake", response_model=Echo, messages=user_turn(prompt(key, "sync")))
         partials = list(client.chat.completions.create_partial(
-            model="gpt-fake", response_model=Echo, messages=_user(prompt(key, "sync stream"))))
+            model="gpt-fake", response_model=Echo, messages=user_turn(prompt(key, "sync stream"))))
     out = {"sync": plain.text, "sync_stream": partials[-1].text}
     out.update(asyncio.run(_async(transport, url, key)))
     return out
@@ -77,7 +74,7 @@ def misses(store: Path, url: str, key: str) -> list[dict[str, Any]]:
         found.append(miss_report(
             "instructor-async" if is_async else "instructor", counting,
             lambda c=client: c.chat.completions.create(
-                model="gpt-fake", response_model=Echo, messages=_user("never recorded"))))
+                model="gpt-fake", response_model=Echo, messages=user_turn("never recorded"))))
     return found
 
 

@@ -31,6 +31,7 @@ from sdk_matrix import (
     record_then_replay,
     redactor_for,
     replay_main,
+    user_turn,
 )
 
 # litellm's own code, under the pydantic of the test extra: models over TypedDicts with
@@ -46,10 +47,6 @@ pytestmark = [
 ]
 
 
-def _user(text: str) -> Any:
-    return [{"role": "user", "content": text}]
-
-
 def _streamed(chunks: list[Any]) -> str:
     return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
 
@@ -58,8 +55,8 @@ async def _async(transport: FixtureTransport, url: str, key: str) -> dict[str, A
     async with openai.AsyncOpenAI(api_key=key, base_url=f"{url}/v1",
                                   http_client=httpx2.AsyncClient(transport=transport)) as client:
         kwargs: Any = {"model": "openai/gpt-fake", "client": client}
-        plain = await litellm.acompletion(messages=_user(prompt(key, "async")), **kwargs)
-        stream = await litellm.acompletion(messages=_user(prompt(key, "async stream")),
+        plain = await litellm.acompletion(messages=user_turn(prompt(key, "async")), **kwargs)
+        stream = await litellm.acompletion(messages=user_turn(prompt(key, "async stream")),
                                            stream=True, **kwargs)
         chunks = [c async for c in stream]
     return {"async": plain.choices[0].message.content, "async_stream": _streamed(chunks)}
@@ -70,8 +67,8 @@ def scenarios(mode: str, store: Path, url: str, key: str) -> dict[str, Any]:
     with openai.OpenAI(api_key=key, base_url=f"{url}/v1",
                        http_client=httpx2.Client(transport=transport)) as client:
         kwargs: Any = {"model": "openai/gpt-fake", "client": client}
-        plain = litellm.completion(messages=_user(prompt(key, "sync")), **kwargs)
-        chunks = list(litellm.completion(messages=_user(prompt(key, "sync stream")),
+        plain = litellm.completion(messages=user_turn(prompt(key, "sync")), **kwargs)
+        chunks = list(litellm.completion(messages=user_turn(prompt(key, "sync stream")),
                                          stream=True, **kwargs))
     out = {"sync": plain.choices[0].message.content, "sync_stream": _streamed(chunks)}
     out.update(asyncio.run(_async(transport, url, key)))
@@ -92,7 +89,7 @@ def misses(store: Path, url: str, key: str) -> list[dict[str, Any]]:
         found.append(miss_report("litellm-async" if is_async else "litellm", counting,
                                  lambda c=client, f=complete: f(
                                      model="openai/gpt-fake", client=c,
-                                     messages=_user("never recorded"))))
+                                     messages=user_turn("never recorded"))))
     return found
 
 

@@ -20,23 +20,16 @@ from sdk_matrix import (
     miss_report,
     prompt,
     record_then_replay,
-    redactor_for,
     replay_main,
+    transport_for,
+    user_turn,
 )
-
-
-def _transport(store: Any, mode: str, key: str) -> FixtureTransport:
-    return FixtureTransport(store, mode=mode, redactor=redactor_for(key))  # type: ignore[arg-type]
 
 
 def _client(url: str, key: str, sync: httpx2.Client, asynchronous: httpx2.AsyncClient) -> Mistral:
     # Both slots: `client` serves the sync methods, `async_client` the *_async ones. A
     # client the caller supplies is the caller's to close.
     return Mistral(api_key=key, server_url=url, client=sync, async_client=asynchronous)
-
-
-def _user(text: str) -> Any:
-    return [{"role": "user", "content": text}]
 
 
 def _streamed(events: Any) -> str:
@@ -47,20 +40,20 @@ async def _async(transport: FixtureTransport, url: str, key: str) -> dict[str, A
     async with httpx2.AsyncClient(transport=transport) as http:
         client = _client(url, key, httpx2.Client(transport=transport), http)
         plain = await client.chat.complete_async(model="mistral-fake",
-                                                 messages=_user(prompt(key, "async")))
+                                                 messages=user_turn(prompt(key, "async")))
         stream = await client.chat.stream_async(model="mistral-fake",
-                                                messages=_user(prompt(key, "async stream")))
+                                                messages=user_turn(prompt(key, "async stream")))
         events = [e async for e in stream]
     return {"async": plain.choices[0].message.content, "async_stream": _streamed(events)}
 
 
 def scenarios(mode: str, store: Path, url: str, key: str) -> dict[str, Any]:
-    transport = _transport(FixtureDir(store), mode, key)
+    transport = transport_for(FixtureDir(store), mode, key)
     with httpx2.Client(transport=transport) as http:
         client = _client(url, key, http, httpx2.AsyncClient(transport=transport))
-        plain = client.chat.complete(model="mistral-fake", messages=_user(prompt(key, "sync")))
+        plain = client.chat.complete(model="mistral-fake", messages=user_turn(prompt(key, "sync")))
         events = list(client.chat.stream(model="mistral-fake",
-                                         messages=_user(prompt(key, "sync stream"))))
+                                         messages=user_turn(prompt(key, "sync stream"))))
     out = {"sync": plain.choices[0].message.content, "sync_stream": _streamed(events)}
     out.update(asyncio.run(_async(transport, url, key)))
     return out
@@ -73,7 +66,7 @@ def misses(store: Path, url: str, key: str) -> list[dict[str, Any]]:
         client = _client(url, key, httpx2.Client(transport=transport),
                          httpx2.AsyncClient(transport=transport))
         method = client.chat.complete_async if is_async else client.chat.complete
-        call = functools.partial(method, model="mistral-fake", messages=_user("never recorded"))
+        call = functools.partial(method, model="mistral-fake", messages=user_turn("never recorded"))
         found.append(miss_report("mistral-async" if is_async else "mistral", counting, call))
     return found
 

@@ -16,7 +16,7 @@ import openai
 import pytest
 
 from fakeprovider import FakeProvider
-from redactkey import FixtureDir, FixtureTransport
+from redactkey import FixtureDir
 from sdk_matrix import (
     Recording,
     SdkChecks,
@@ -24,17 +24,10 @@ from sdk_matrix import (
     miss_report,
     prompt,
     record_then_replay,
-    redactor_for,
     replay_main,
+    transport_for,
+    user_turn,
 )
-
-
-def _transport(store: Any, mode: str, key: str) -> FixtureTransport:
-    return FixtureTransport(store, mode=mode, redactor=redactor_for(key))  # type: ignore[arg-type]
-
-
-def _user(text: str) -> Any:
-    return [{"role": "user", "content": text}]
 
 
 def _streamed(chunks: list[Any]) -> str:
@@ -44,20 +37,21 @@ def _streamed(chunks: list[Any]) -> str:
 async def _async(client: openai.AsyncOpenAI, key: str) -> dict[str, Any]:
     async with client:
         plain = await client.chat.completions.create(model="gpt-fake",
-                                                     messages=_user(prompt(key, "async")))
+                                                     messages=user_turn(prompt(key, "async")))
         stream = await client.chat.completions.create(
-            model="gpt-fake", stream=True, messages=_user(prompt(key, "async stream")))
+            model="gpt-fake", stream=True, messages=user_turn(prompt(key, "async stream")))
         chunks = [c async for c in stream]
     return {"async": plain.choices[0].message.content, "async_stream": _streamed(chunks)}
 
 
 def scenarios(mode: str, store: Path, url: str, key: str) -> dict[str, Any]:
-    transport = _transport(FixtureDir(store), mode, key)
+    transport = transport_for(FixtureDir(store), mode, key)
     with openai.OpenAI(api_key=key, base_url=f"{url}/v1",
                        http_client=httpx2.Client(transport=transport)) as client:
-        plain = client.chat.completions.create(model="gpt-fake", messages=_user(prompt(key, "s")))
+        plain = client.chat.completions.create(
+            model="gpt-fake", messages=user_turn(prompt(key, "s")))
         chunks = list(client.chat.completions.create(
-            model="gpt-fake", stream=True, messages=_user(prompt(key, "sync stream"))))
+            model="gpt-fake", stream=True, messages=user_turn(prompt(key, "sync stream"))))
     out = {"sync": plain.choices[0].message.content, "sync_stream": _streamed(chunks)}
     out.update(asyncio.run(_async(openai.AsyncOpenAI(
         api_key=key, base_url=f"{url}/v1", http_client=httpx2.AsyncClient(transport=transport)
@@ -76,7 +70,7 @@ def misses(store: Path, url: str, key: str) -> list[dict[str, Any]]:
             else openai.OpenAI(**kwargs, http_client=httpx2.Client(transport=transport))
         )
         call = functools.partial(client.chat.completions.create, model="gpt-fake",
-                                 messages=_user("never recorded"))
+                                 messages=user_turn("never recorded"))
         found.append(miss_report("openai-async" if is_async else "openai", counting, call))
     return found
 
