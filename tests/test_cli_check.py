@@ -21,6 +21,7 @@ from test_report import validate_sarif
 
 FAKE_OPENAI = "sk-proj-" + "A1b2" * 12
 FAKE_ANTHROPIC = "sk-ant-api03-" + "Zq9X" * 10
+CLEAN_TEXT_FILE = "check: 1 file read (1 text file); no findings -> clean (exit 0)\n"
 
 
 def leaky_cassette(key: str = FAKE_OPENAI) -> str:
@@ -72,12 +73,13 @@ class TestCheckExitCodes:
         assert FAKE_OPENAI not in out + err
         assert FAKE_OPENAI[8:20] not in out + err
 
-    def test_clean_file_is_silent(self, workdir: Path,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
-        """A file with only placeholders exits 0 and prints nothing."""
+    def test_clean_file_prints_one_summary_line(self, workdir: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+        """A file with only placeholders exits 0 with one summary line, nothing on stderr."""
         text = leaky_cassette().replace(f"Bearer {FAKE_OPENAI}", "AUTHORIZATION-XXX")
         (workdir / "c.yaml").write_text(text, encoding="utf-8")
-        assert run_cli(capsys, "check", "c.yaml") == (0, "", "")
+        assert run_cli(capsys, "check", "c.yaml") == (
+            0, "check: 1 file read (1 vcrpy cassette); no findings -> clean (exit 0)\n", "")
 
     @pytest.mark.parametrize("placeholder", [
         "Bearer <OPENAI_ACCESS_TOKEN>", "<CENSORED>", "scrubbed", "[REDACTED]", "fake"])
@@ -290,7 +292,8 @@ class TestCheckSubprocess:
         assert FAKE_OPENAI not in leak.stdout + leak.stderr
         clean = subprocess.run([str(script), "check", "ok.yaml"], cwd=tmp_path, env=env,
                                capture_output=True, text=True, check=False)
-        assert (clean.returncode, clean.stdout) == (0, "")
+        assert (clean.returncode, clean.stdout) == (
+            0, "check: 1 file read (1 other YAML); no findings -> clean (exit 0)\n")
         missing = subprocess.run([str(script), "check", "gone.json"], cwd=tmp_path, env=env,
                                  capture_output=True, text=True, check=False)
         assert missing.returncode == 2
@@ -365,7 +368,7 @@ class TestCheckDocumentationExamples:
         """The line alone in a text file exits 0."""
         (workdir / "doc.md").write_text(line + "\n", encoding="utf-8")
         code, out, _ = run_cli(capsys, "check", "doc.md")
-        assert (code, out) == (0, "")
+        assert (code, out) == (0, CLEAN_TEXT_FILE)
 
     def test_real_key_in_prose_is_found(self, workdir: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:

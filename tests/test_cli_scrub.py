@@ -124,7 +124,7 @@ class TestScrubFixtures:
         old = _leaky_fixture(workdir / "fx")
         code, out = scrub(capsys, "fx")
         assert code == 1
-        assert "would be re-keyed" in out
+        assert "would scrub (1 finding redacted; re-keyed" in out
         assert old.exists()
         code, out = scrub(capsys, "--write", "fx")
         assert code == 0, out

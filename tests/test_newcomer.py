@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from conftest import ROOT
 from redactkey._cli import main
 from redactkey._findings import rule_for
+from test_cli_check import leaky_cassette
 
 pytest_plugins = ["pytester"]
 
@@ -205,6 +207,67 @@ class TestCliPolish:
         assert "1 files" not in last
         assert "1 notes" not in last
         assert "1 warnings" not in last
+
+    def test_clean_check_prints_one_summary_line(self, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+        """A clean `redact check` says so in one line (the hook's log shows it ran)."""
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / ".redactkey.toml").write_text("", encoding="utf-8")
+        (tmp_path / "a.txt").write_text("hello\n", encoding="utf-8")
+        assert main(["check", "a.txt"]) == 0
+        out, err = capsys.readouterr()
+        assert out.splitlines() == ["check: 1 file read (1 text file); no findings -> "
+                                    "clean (exit 0)"]
+        assert err == ""
+
+    @pytest.mark.parametrize("command", ["check", "audit"])
+    def test_allowlist_paths_are_relative_to_the_config_file(
+            self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+            capsys: pytest.CaptureFixture[str], command: str) -> None:
+        """An allowlisted finding stays accepted when the command runs from a subdirectory,
+        and an entry does not accept a same-named file elsewhere."""
+        (tmp_path / "pyproject.toml").write_text(
+            '[[tool.redactkey.allowlist]]\npath = "tests/cassettes/*.yaml"\n'
+            'rule = "sensitive-key"\n', encoding="utf-8")
+        for folder in ("tests/cassettes", "tests/other/tests/cassettes"):
+            (tmp_path / folder).mkdir(parents=True)
+            (tmp_path / folder / "c.yaml").write_text(leaky_cassette(), encoding="utf-8")
+        for cwd, path in ((tmp_path, "tests/cassettes"), (tmp_path / "tests", "cassettes"),
+                          (tmp_path / "tests" / "cassettes", ".")):
+            monkeypatch.chdir(cwd)
+            main([command, "--format", "json", path])
+            report = json.loads(capsys.readouterr().out)
+            assert report["findings"] == [], (cwd, path)
+            assert report["allowlisted"] == 1, (cwd, path)
+        # tests/other/tests/cassettes/c.yaml is not tests/cassettes/*.yaml of the config dir
+        monkeypatch.chdir(tmp_path / "tests" / "other")
+        main([command, "--format", "json", "tests/cassettes"])
+        report = json.loads(capsys.readouterr().out)
+        assert [f["rule"] for f in report["findings"]] == ["sensitive-key"]
+
+    def test_scrub_prints_one_line_per_file(self, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+        """`scrub --write` prints one line per scrubbed file, then the closing line."""
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / ".redactkey.toml").write_text("", encoding="utf-8")
+        (tmp_path / "a.yaml").write_text(leaky_cassette(), encoding="utf-8")
+        (tmp_path / "b.yaml").write_text(leaky_cassette(), encoding="utf-8")
+        assert main(["scrub", "--write", "a.yaml", "b.yaml"]) == 0
+        assert capsys.readouterr().out.splitlines() == [
+            "a.yaml: scrubbed (1 finding redacted)",
+            "b.yaml: scrubbed (1 finding redacted)",
+            "scrub: 2 files read; done",
+        ]
+
+    def test_no_maybe_plural_in_messages(self) -> None:
+        """Messages count with agreeing nouns (`1 file`, `2 files`), never `file(s)`."""
+        found = [f"{path.name}:{number}: {line.strip()}"
+                 for path in sorted((ROOT / "src" / "redactkey").glob("*.py"))
+                 for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 if any(word != "http" for word in re.findall(r"([a-z]+)\(s\)", line))]
+        assert found == []
 
     def test_volatile_fix_points_at_the_normalizers_page(self) -> None:
         """The audit's fix text names the page that documents normalizers."""

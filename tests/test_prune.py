@@ -58,10 +58,10 @@ class TestPrune:
         assert main(["prune", "--run-report", ".redactkey-report.json"]) == 0
         out = capsys.readouterr().out
         assert f"would delete fixtures/test_calls/{unused}" in out
-        assert "1 file(s) would be deleted; run again with --write" in out
+        assert "1 file would be deleted; run again with --write" in out
         assert _fixture_files(project) == before
         assert main(["prune", "--run-report", ".redactkey-report.json", "--write"]) == 0
-        assert "1 file(s) deleted" in capsys.readouterr().out
+        assert "1 file deleted" in capsys.readouterr().out
         assert _fixture_files(project) == sorted(set(before) - {unused})
         project.runpytest(*QUIET).assert_outcomes(passed=2)
 
@@ -75,7 +75,7 @@ class TestPrune:
         assert main(["prune", "--run-report", ".redactkey-report.json", "--write"]) == 1
         out = capsys.readouterr().out
         assert "refused: the report comes from a partial run" in out
-        assert "1 test(s) deselected" in out
+        assert "1 test deselected" in out
         assert _fixture_files(project) == before
         assert main(["prune", "--run-report", ".redactkey-report.json", "--write",
                      "--force"]) == 0
@@ -100,7 +100,7 @@ class TestPrune:
         assert "refused: fixtures/test_calls/notes.json: not a fixture file name" in out
         assert victim.exists()
         assert inside.exists()
-        assert "1 file(s) deleted, 3 refused" in out
+        assert "1 file deleted, 3 refused" in out
 
     def test_bad_reports_are_usage_errors(self, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,5 +127,5 @@ class TestPrune:
                       report=report).call("text", {"prompt": "1"}, None)
         written = report.write(tmp_path / "report.json", directories=[tmp_path / "fx"])
         assert main(["prune", "--run-report", str(written), "--write"]) == 0
-        assert "1 file(s) deleted" in capsys.readouterr().out
+        assert "1 file deleted" in capsys.readouterr().out
         assert len(list(store.files())) == 1

@@ -137,7 +137,7 @@ class TestModeOptions:
         )
         result = run(pytester)
         result.assert_outcomes(errors=1)
-        result.stdout.fnmatch_lines(["*unknown keyword(s) pth*"])
+        result.stdout.fnmatch_lines(["*unknown keyword pth*"])
 
     def test_marker_is_registered_for_strict_markers(self, pytester: pytest.Pytester) -> None:
         """`--strict-markers` accepts the marker and lists it in `--markers`."""
@@ -437,7 +437,7 @@ class TestNetworkGuard:
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines([
             "*redactkey*",
-            "network connection(s) refused in replay: 192.0.2.1:9; run with "
+            "network connection refused in replay: 192.0.2.1:9; run with "
             "--redactkey-mode=record*",
         ])
 
@@ -517,7 +517,7 @@ class TestSessionSummary:
         failing.assert_outcomes(passed=1)
         assert failing.ret == pytest.ExitCode.TESTS_FAILED
         failing.stdout.fnmatch_lines(
-            ["FAILED: 1 unused fixture file(s) (--redactkey-fail-unused)*"]
+            ["FAILED: 1 unused fixture file (--redactkey-fail-unused)*"]
         )
 
     def test_partial_runs_do_not_count_unused(self, pytester: pytest.Pytester) -> None:
@@ -529,7 +529,7 @@ class TestSessionSummary:
         assert result.ret == pytest.ExitCode.OK
         result.stdout.fnmatch_lines([
             "*unused files 0",
-            "unused files not checked in fixtures/test_calls: 1 test(s) using it did not run",
+            "unused files not checked in fixtures/test_calls: 1 test using it did not run",
         ])
 
     def test_report_document(self, pytester: pytest.Pytester) -> None:

@@ -124,7 +124,8 @@ class FixtureAges:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"FixtureAges({len(self._trees)} tree(s) read)"
+        trees = len(self._trees)
+        return f"FixtureAges({trees} {'tree' if trees == 1 else 'trees'} read)"
 
     def age_of(self, path: str | os.PathLike[str]) -> FixtureAge | None:
         """The age of one fixture file (None when it does not exist)."""

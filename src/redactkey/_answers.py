@@ -75,7 +75,7 @@ def _tokens(pointer: str) -> list[str]:
 
 def _rewrite_at(value: JSONValue, tokens: list[str], leaf: Callable[[Any], Any] | None
                 ) -> JSONValue:
-    """`value` with the member(s) at `tokens` passed through `leaf` (None: removed)."""
+    """`value` with the members at `tokens` passed through `leaf` (None: removed)."""
     if not tokens:
         return value
     head, rest = tokens[0], tokens[1:]

@@ -15,7 +15,7 @@ from ._canonical import canonicalize
 from ._check import Baseline, Checker, CheckerSpec, build_redactor, check_paths, progress_bar
 from ._config import Config, load_config
 from ._errors import InputError, RedactkeyError
-from ._findings import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Report
+from ._findings import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Report, counted
 from ._keys import key_from_material, key_material, stored_request
 from ._parallel import default_jobs
 from ._redact import MAX_NESTING, nesting_exceeds
@@ -322,10 +322,11 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
     changed = len({issue.path for issue in report.issues}
                   | {problem.path for problem in report.problems})
     if write:
-        click.echo(f"scrub: {report.files} files read; "
-                   + ("done" if report.exit_code == 0 else f"{changed} files need attention"))
+        click.echo(f"scrub: {counted(report.files, 'file')} read; "
+                   + ("done" if report.exit_code == 0
+                      else f"{counted(changed, 'file')} need attention"))
     else:
-        click.echo(f"scrub (dry run): {report.files} files read; "
+        click.echo(f"scrub (dry run): {counted(report.files, 'file')} read; "
                    + (f"{changed} would change; run again with --write to apply"
                       if changed else "nothing to change"))
     return report.exit_code
@@ -370,12 +371,12 @@ def prune(run_report: Path, write: bool, force: bool) -> int:
         click.echo(f"cannot delete {_relative(gone)}: {problem}")
     count = len(plan.delete)
     if plan.blocked:
-        click.echo(f"prune: nothing deleted; {count} file(s) listed as unused")
+        click.echo(f"prune: nothing deleted; {counted(count, 'file')} listed as unused")
     elif write:
-        click.echo(f"prune: {count - len(failed)} file(s) deleted"
+        click.echo(f"prune: {counted(count - len(failed), 'file')} deleted"
                    + (f", {len(plan.refused)} refused" if plan.refused else ""))
     else:
-        click.echo(f"prune (dry run): {count} file(s) would be deleted"
+        click.echo(f"prune (dry run): {counted(count, 'file')} would be deleted"
                    + (f", {len(plan.refused)} refused" if plan.refused else "")
                    + ("; run again with --write to delete them" if count else ""))
     refused = plan.blocked or bool(plan.refused) or bool(failed)
@@ -435,20 +436,21 @@ def migrate(sources: tuple[str, ...], to: Path, write: bool, verbose: bool,
     formats = ", ".join(f"{fmt} {n}" for fmt, n in sorted(plan.files.items())) or "none"
     reasons = "; ".join(f"{reason}: {n}" for reason, n in
                         sorted(plan.refused_by_reason().items())) or "none"
-    click.echo(f"migrate: {sum(plan.files.values())} file(s) read ({formats}), "
-               f"{len(plan.skipped)} skipped; {plan.interactions} interaction(s): "
-               f"{len(plan.planned)} migrated, {len(plan.duplicates)} duplicate(s), "
+    click.echo(f"migrate: {counted(sum(plan.files.values()), 'file')} read ({formats}), "
+               f"{len(plan.skipped)} skipped; {counted(plan.interactions, 'interaction')}: "
+               f"{len(plan.planned)} migrated, {counted(len(plan.duplicates), 'duplicate')}, "
                f"{len(plan.refused)} refused ({reasons})")
     volatile = sum(1 for item in plan.planned if item.volatile)
     if volatile:
-        click.echo(f"migrate: {volatile} migrated call(s) hold volatile key material (UUIDs, "
+        click.echo(f"migrate: {counted(volatile, 'migrated call')} "
+                   f"{'holds' if volatile == 1 else 'hold'} volatile key material (UUIDs, "
                    "timestamps) and will not replay until a normalizer replaces it "
                    "(docs/keys.md)")
     if write:
-        click.echo(f"migrate: {plan.written} fixture(s) written to {to}")
+        click.echo(f"migrate: {counted(plan.written, 'fixture')} written to {to}")
     else:
-        click.echo(f"migrate (dry run): {len(plan.planned)} fixture(s) would be written to "
-                   f"{to}" + ("; run again with --write" if plan.planned else ""))
+        click.echo(f"migrate (dry run): {counted(len(plan.planned), 'fixture')} would be "
+                   f"written to {to}" + ("; run again with --write" if plan.planned else ""))
     return EXIT_FINDINGS if plan.refused else EXIT_OK
 
 

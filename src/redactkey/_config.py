@@ -43,6 +43,7 @@ looks in `start` and its parents for the first of `.redactkey.toml` or a
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import sys
 from pathlib import Path, PurePosixPath
@@ -272,11 +273,29 @@ class Config(_Model):
         return settings.apply(spec) if settings is not None else spec
 
     def allowed(self, path: str, rule: str, fingerprint: str) -> AllowEntry | None:
-        """The allowlist entry accepting this finding, if any."""
+        """The allowlist entry accepting this finding, if any.
+
+        Entry paths are relative to the directory of the configuration file, so a run
+        from a subdirectory accepts the same findings; a file outside that directory
+        (or a configuration not read from a file) is matched by its path as printed."""
+        if not self.allowlist:
+            return None
+        relative = self._from_config_dir(path)
         for entry in self.allowlist:
-            if entry.matches(path, rule, fingerprint):
+            if entry.matches(relative, rule, fingerprint):
                 return entry
         return None
+
+    def _from_config_dir(self, path: str) -> str:
+        if self.source is None:
+            return path
+        base = os.path.dirname(os.path.realpath(self.source))
+        full = os.path.realpath(path)
+        try:
+            inside = os.path.commonpath([base, full]) == base
+        except ValueError:  # another drive
+            return path
+        return os.path.relpath(full, base) if inside else path
 
 
 def _describe(error: Any) -> str:

@@ -201,7 +201,8 @@ class DriftError(FixtureError):
         self.differences = list(differences)
         self.how_to_record = how_to_record
         lines = [f"{path}: the live {kind!r} answer drifted from its recording "
-                 f"({len(self.differences)} difference(s)):"]
+                 f"({len(self.differences)} "
+                 f"{'difference' if len(self.differences) == 1 else 'differences'}):"]
         lines.extend(f"  {pointer or '(root)'}: {what}" for pointer, what in self.differences)
         lines.append(f"to re-record it: {how_to_record}")
         super().__init__("\n".join(lines))

@@ -25,6 +25,7 @@ __all__ = [
     "Issue",
     "Report",
     "Severity",
+    "counted",
     "rule_for",
     "value_tag",
 ]
@@ -117,6 +118,11 @@ RULES: dict[str, FindingRule] = _rules(
          "the file is larger than max-fixture-bytes",
          "trim what the call records (large binary bodies) or raise max-fixture-bytes"),
 )
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 warning`, `2 warnings`: the number with its noun in agreement."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def value_tag(value: str, salt: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from ._findings import Issue, Report, rule_for
+from ._findings import Issue, Report, counted, rule_for
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -192,9 +192,6 @@ def render_text(
         console.print(f"[{style}]{escape(issue.headline())}[/]{detail}")
     if hidden:
         console.print(f"[dim]({hidden} notes not listed; --verbose lists them)[/]")
-    if report.command == "check" and not issues and not report.problems \
-            and not report.skipped:
-        return
     if issues:
         _summary(console, issues)
     console.print(_closing_line(report, issues))
@@ -232,9 +229,7 @@ def _singular(name: str, count: int) -> str:
     return name[:-1] if count == 1 and name.endswith("s") else name
 
 
-def _count(n: int, noun: str) -> str:
-    """`1 warning`, `2 warnings`: the number with its noun in agreement."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+_count = counted
 
 
 def _reason_kind(reason: str) -> str:
@@ -246,8 +241,7 @@ def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
     listed = list(issues)
     levels = Counter(issue.level for issue in listed)
     files = len({issue.path for issue in listed})
-    noun = "file" if report.files == 1 else "files"
-    parts = [f"{report.command}: {report.files} {noun} read"]
+    parts = [f"{report.command}: {_count(report.files, 'file')} read"]
     if report.formats:
         kinds = ", ".join(f"{count} {_singular(_FORMAT_NAMES.get(name, name), count)}"
                           for name, count in sorted(report.formats.items()))

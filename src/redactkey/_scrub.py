@@ -27,11 +27,13 @@ from ._cassettes import load_yaml_raw
 from ._check import Checker, Target, Unreadable, begin
 from ._classify import inner_suffix
 from ._errors import FixtureFormatError
-from ._findings import InputProblem, Issue, Report
+from ._findings import InputProblem, Issue, Report, counted
 from ._format import Fixture, dump_document, parse_cassette, parse_fixture
 from ._keys import key_from_material
 from ._limits import OverCap, bounded_gunzip
 from ._store import FixtureDir, atomic_write, kind_for_file_name
+
+_REDACTED_NOTE = "rewritten with the findings redacted"
 
 __all__ = ["Change", "plan_paths", "plan_target", "write_change"]
 
@@ -236,7 +238,7 @@ def _plan_third_party(target: Target, text: str, checker: Checker,
         data = dumped.encode("utf-8")
     if target.path.read_bytes()[:2] == b"\x1f\x8b":
         data = gzip.compress(data, mtime=0)  # a gzip'd recording stays gzip'd
-    return Change(target, issues, data, target.path, ["rewritten with the findings redacted"])
+    return Change(target, issues, data, target.path, [_REDACTED_NOTE])
 
 
 def plan_target(target: Target, checker: Checker) -> Change | None:
@@ -288,6 +290,15 @@ def write_change(change: Change, checker: Checker) -> list[Issue]:
     return [i for i in remaining if i.level == "error" and not checker.allowlisted(i)]
 
 
+def _one_line(display: str, verb: str, change: Change, remaining: Sequence[Issue]) -> str:
+    """`path: scrubbed (2 findings redacted; re-keyed …)`: one line per file changed."""
+    parts = [f"{counted(len(change.issues), 'finding')} redacted"] if change.issues else []
+    parts += [note for note in change.notes if note != _REDACTED_NOTE]
+    if remaining:
+        parts.append(f"{counted(len(remaining), 'finding')} remain")
+    return f"{display}: {verb}" + (f" ({'; '.join(parts)})" if parts else "")
+
+
 def plan_paths(
     paths: Sequence[str],
     checker: Checker,
@@ -317,11 +328,10 @@ def plan_paths(
         report.issues.extend(unreadable)
         if change is None:
             continue
-        verb = "scrubbed" if write else "would scrub"
-        for issue in change.issues:
-            echo(f"{issue.headline()}")
-        for note in change.notes:
-            echo(f"{target.display}: {'' if write else 'would be '}{note}")
+        if change.conflict is not None or not write:
+            # the findings a dry run would redact, or that stay because nothing is written
+            for issue in change.issues:
+                echo(issue.headline())
         if change.conflict is not None:
             echo(f"{target.display}: not scrubbed: {change.conflict}")
             report.issues.extend(change.issues or [Issue(target.display, 1, "key-mismatch",
@@ -337,9 +347,9 @@ def plan_paths(
                     "its directory writable and run again"))
                 continue
             report.issues.extend(remaining)
-            echo(f"{target.display}: {verb}" + (f"; {len(remaining)} findings remain"
-                                                  if remaining else ""))
+            echo(_one_line(target.display, "scrubbed", change, remaining))
         else:
+            echo(_one_line(target.display, "would scrub", change, []))
             report.issues.extend(change.issues or [Issue(target.display, 1, "not-canonical",
                                                          detail="; ".join(change.notes))])
     return report

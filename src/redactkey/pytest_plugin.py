@@ -37,6 +37,7 @@ import pytest
 
 from ._age import EXPIRY_ACTIONS, ExpiryAction, FixtureAges, parse_duration
 from ._errors import DriftError, FixtureError, MissingFixtureError, RedactkeyError, UsageError
+from ._findings import counted
 from ._replay import (
     DEFAULT_MODE,
     MODE_ENV,
@@ -328,7 +329,8 @@ def _marker_kwargs(item: pytest.Item) -> dict[str, Any]:
         unknown = set(marker.kwargs) - {"path", "mode", "model_mode"}
         if unknown:
             raise pytest.UsageError(
-                f"{item.nodeid}: @pytest.mark.{MARKER} got unknown keyword(s) "
+                f"{item.nodeid}: @pytest.mark.{MARKER} got unknown "
+                f"{'keyword' if len(unknown) == 1 else 'keywords'} "
                 f"{', '.join(sorted(unknown))}; it takes path, mode and model_mode"
             )
         merged.update(marker.kwargs)
@@ -660,7 +662,7 @@ def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
         if info["live"]:
             unchecked.append(f"{path}: some tests ran live")
         elif not_run:
-            unchecked.append(f"{path}: {not_run} test(s) using it did not run")
+            unchecked.append(f"{path}: {counted(not_run, 'test')} using it did not run")
         else:
             files = (_shown(f, root) for f in FixtureDir(root / path).files())
             unused.extend(f for f in files if f not in touched)
@@ -686,9 +688,9 @@ def _partial_reasons(merged: dict[str, Any]) -> list[str]:
     """Why a run did not cover every test (so its unused files are not all unused)."""
     reasons = list(merged["partial"])
     if merged["deselected"]:
-        reasons.append(f"{merged['deselected']} test(s) deselected")
+        reasons.append(f"{counted(merged['deselected'], 'test')} deselected")
     if merged["collect_errors"]:
-        reasons.append(f"{merged['collect_errors']} collection error(s)")
+        reasons.append(f"{counted(merged['collect_errors'], 'collection error')}")
     return reasons
 
 
@@ -866,7 +868,8 @@ class _SessionState:
         if blocked:
             # An SDK may wrap or swallow the error; say what happened regardless.
             notes.append(
-                f"network connection(s) refused in replay: {', '.join(blocked)}; "
+                f"{'network connection' if len(blocked) == 1 else 'network connections'} "
+                f"refused in replay: {', '.join(blocked)}; "
                 f"{HOW_TO_RECORD}"
             )
         if call.excinfo is not None and _missing_in(call.excinfo.value):
@@ -986,7 +989,7 @@ class _SessionState:
             tr.line(f"run report: {self.report_written}")
         if self.failed_unused:
             tr.line(
-                f"FAILED: {len(summary.unused)} unused fixture file(s) "
+                f"FAILED: {counted(len(summary.unused), 'unused fixture file')} "
                 "(--redactkey-fail-unused); delete them or the tests that stopped using them",
                 red=True,
             )
