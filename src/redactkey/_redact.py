@@ -228,7 +228,7 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 class _Known:
     """The known-value automaton for one version of the run secrets."""
 
-    __slots__ = ("automaton", "values", "version")
+    __slots__ = ("automaton", "patterns", "values", "version")
 
     def __init__(self, secrets: RunSecrets | None) -> None:
         self.version = -1 if secrets is None else secrets.version
@@ -237,6 +237,7 @@ class _Known:
             (slot, value) for slot, value in secrets.values() if len(value) >= 12
         ]
         patterns = [] if secrets is None else secrets.patterns()
+        self.patterns = tuple(patterns)  # what it was built from: shared only on a match
         if not patterns:
             self.automaton: Any = None
             return
@@ -333,6 +334,30 @@ class Redactor:
                     "Redactor(placeholder=...) must not look like a secret itself; "
                     "choose a plain marker such as [REDACTED]"
                 )
+
+    def over(self, secrets: RunSecrets) -> Redactor:
+        """This redactor's settings over other run secrets (a test's copy of the run's).
+
+        Nothing is compiled again: the detectors, placeholders and credential names are
+        shared, and so is the known-value automaton while `secrets` holds exactly the
+        values it was built from; a value added to `secrets` later rebuilds it for the
+        new redactor alone.
+        """
+        if not isinstance(secrets, RunSecrets):
+            raise UsageError(
+                f"Redactor.over(...) takes a RunSecrets, not a {type(secrets).__name__}"
+            )
+        other = object.__new__(Redactor)
+        other.__dict__.update(self.__dict__)
+        other._secrets = secrets
+        other._lock = threading.Lock()
+        known = self._known
+        if (known.version != secrets.version or known.patterns != tuple(secrets.patterns())
+                or known.values != [(slot, value) for slot, value in secrets.values()
+                                    if len(value) >= 12]):
+            known = _Known(secrets)
+        other._known = known
+        return other
 
     def __repr__(self) -> str:
         slots = 0 if self._secrets is None else len(self._secrets)

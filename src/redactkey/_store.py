@@ -183,6 +183,7 @@ class FixtureDir:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self._stems: dict[str, str] = {}  # kind -> checked file-name prefix
 
     def __repr__(self) -> str:
         return f"FixtureDir({str(self.path)!r})"
@@ -193,7 +194,11 @@ class FixtureDir:
 
     def path_for(self, kind: str, key: str) -> Path:
         """The file for (kind, key); refuses kinds and keys that could leave the directory."""
-        stem = _file_stem(kind)
+        stem = self._stems.get(kind) if isinstance(kind, str) else None
+        if stem is None:
+            stem = _file_stem(kind)
+            if len(self._stems) < 1024:  # a store sees a handful of kinds
+                self._stems[kind] = stem
         _check_key(key)
         return self.path / f"{stem}.{key}.json"
 

@@ -27,7 +27,7 @@ import os
 import shlex
 import socket
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +49,7 @@ from ._replay import (
 )
 
 if TYPE_CHECKING:
+    from ._answers import AnswerNormalizer
     from ._config import Config
     from ._format import Fixture
     from ._redact import Redactor
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from ._secrets import RunSecrets
     from ._store import FixtureStore
     from ._transport import FixtureTransport
+    from ._verify import VerifyRules
 
 __all__ = ["NetworkRefusedError", "RedactkeySettings", "TrackedStore"]
 
@@ -82,6 +84,8 @@ TRANSPORT_FIXTURES = frozenset({"redactkey_tool_transport", "redactkey_transport
 
 _STATE_KEY = pytest.StashKey["_SessionState"]()
 _SETTINGS_KEY = pytest.StashKey["RedactkeySettings"]()
+_PIECES_KEY = pytest.StashKey["_TestPieces"]()
+_GUARD_KEY = pytest.StashKey["_NetworkGuard | None"]()
 
 HOW_TO_RECORD = "run with --redactkey-mode=record (or auto) to record it"
 HOW_TO_RECORD_MODEL = (
@@ -374,7 +378,8 @@ def _settings_for(item: pytest.Item) -> RedactkeySettings:
     cached = item.stash.get(_SETTINGS_KEY, None)
     if cached is not None:
         return cached
-    conf = item.config.stash[_STATE_KEY].conf
+    state = item.config.stash[_STATE_KEY]
+    conf = state.conf
     kwargs = _marker_kwargs(item)
     where = f"{item.nodeid}: @pytest.mark.{MARKER}"
     marker_mode = _check_mode(kwargs.get("mode"), f"{where} mode")
@@ -386,7 +391,7 @@ def _settings_for(item: pytest.Item) -> RedactkeySettings:
         nodeid=item.nodeid,
         mode=mode,
         model_mode=model_mode,
-        fixture_dir=_fixture_dir(item, conf, kwargs.get("path")),
+        fixture_dir=state.fixture_dir(item, kwargs.get("path")),
         allow_loopback=conf.allow_loopback,
     )
     item.stash[_SETTINGS_KEY] = settings
@@ -405,7 +410,26 @@ def _ours(item: pytest.Item, name: str) -> bool:
     definitions = info.name2fixturedefs.get(name) if info is not None else None
     if not definitions:
         return False
-    return getattr(definitions[-1].func, "__module__", "") == __name__
+    return _defined_here(definitions[-1])
+
+
+def _defined_here(definition: Any) -> bool:
+    return getattr(getattr(definition, "func", None), "__module__", "") == __name__
+
+
+def _visible_is_ours(item: pytest.Item, name: str) -> bool:
+    """Whether the closest fixture `name` visible to `item` is the plugin's; False when
+    pytest cannot tell us (the fixture is then asked of pytest, which always works)."""
+    if pytest.version_tuple < (8, 1):  # getfixturedefs took a node id before 8.1
+        return False
+    try:
+        manager = item.session._fixturemanager
+        definitions = manager.getfixturedefs(name, item)
+    except Exception:  # a pytest whose internals moved: take the general path
+        return False
+    if not definitions:
+        return False
+    return _defined_here(definitions[-1])
 
 
 def _uses_redactkey(item: pytest.Item) -> bool:
@@ -469,8 +493,11 @@ class _NetworkGuard:
 
     @contextmanager
     def active(self) -> Iterator[None]:
-        original_connect = socket.socket.connect
-        original_connect_ex = socket.socket.connect_ex
+        cls = socket.socket
+        # What to put back: the class's own attribute, or none (then the inherited one).
+        saved = {name: cls.__dict__.get(name, _INHERITED) for name in ("connect", "connect_ex")}
+        original_connect = cls.connect
+        original_connect_ex = cls.connect_ex
         guard = self
 
         def connect(self: socket.socket, address: Any) -> None:
@@ -484,13 +511,19 @@ class _NetworkGuard:
         # asyncio's selector loop (create_connection, sock_connect) ends in sock.connect,
         # and ssl.SSLSocket subclasses socket.socket, so these two cover every path
         # that goes through the socket module.
-        patch = pytest.MonkeyPatch()
-        patch.setattr(socket.socket, "connect", connect)
-        patch.setattr(socket.socket, "connect_ex", connect_ex)
+        for name, patched in (("connect", connect), ("connect_ex", connect_ex)):
+            setattr(cls, name, patched)
         try:
             yield
         finally:
-            patch.undo()
+            for name, value in saved.items():
+                if value is _INHERITED:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, value)
+
+
+_INHERITED = object()
 
 
 # --------------------------------------------------------------------------- accounting
@@ -546,21 +579,31 @@ class TrackedStore:
 
     def events(self, root: Path) -> list[dict[str, str]]:
         """What this test did, one JSON-ready record per call; paths relative to `root`."""
+        with self._lock:
+            calls = list(self.calls.items())
+        if not calls:
+            return []
+        store = _shown(Path(self.location), root)
         return [
             {
                 "test": self.nodeid,
                 "outcome": outcome,
                 "kind": kind,
                 "key": key,
-                "store": _shown(Path(self.location), root),
+                "store": store,
                 "file": _shown(self.path_for(kind, key), root),
             }
-            for (kind, key), outcome in list(self.calls.items())
+            for (kind, key), outcome in calls
         ]
 
 
 def _shown(path: Path, root: Path) -> str:
     """`path` relative to the rootdir when inside it (portable reports), else absolute."""
+    text, base = str(path), str(root)
+    if not base.endswith(os.sep):
+        base += os.sep
+    if text.startswith(base):  # the common case, without building paths
+        return text[len(base):].replace(os.sep, "/")
     try:
         return path.relative_to(root).as_posix()
     except ValueError:
@@ -624,11 +667,23 @@ class _Summary:
         how `redact audit --run-report` resolves them."""
         from ._report import report_document
 
-        def moved(shown: str) -> str:
+        def relocated(shown: str) -> str:
             try:
                 return Path(os.path.relpath(root / shown, report.parent)).as_posix()
             except ValueError:  # another drive (Windows)
                 return (root / shown).as_posix()
+
+        directories: dict[str, str] = {}
+
+        def moved(shown: str) -> str:
+            # Relocated once per directory: a run's files share a few directories.
+            head, _, name = shown.rpartition("/")
+            if not head or name in ("", ".", ".."):
+                return relocated(shown)
+            base = directories.get(head)
+            if base is None:
+                base = directories[head] = relocated(head)
+            return name if base == "." else f"{base}/{name}"
 
         def events(items: list[dict[str, str]]) -> list[dict[str, str]]:
             return [{**e, "store": moved(e["store"]), "file": moved(e["file"])} for e in items]
@@ -710,8 +765,16 @@ class _SessionState:
         self.failed_unused = False
         self.dir_of: dict[str, str] = {}  # nodeid -> fixture directory, for collected tests
         self.project_config: Config | None = None  # [tool.redactkey], read on first use
-        # (environment, secrets): what `run_secrets` copies for each test
-        self.base_secrets: tuple[frozenset[tuple[str, str]], RunSecrets] | None = None
+        # (environment and rule, secrets): what `run_secrets` copies for each test
+        self.base_secrets: tuple[tuple[Any, ...], RunSecrets] | None = None
+        # the configured Redactor with no secrets, and (secrets, Redactor) over the run's
+        self.redactor_template: Redactor | None = None
+        self.base_redactor: tuple[RunSecrets, Redactor] | None = None
+        self.stores: dict[tuple[str, Path], FixtureStore] = {}  # one per fixture directory
+        self.visible: dict[tuple[str, str], bool] = {}  # see `provides`
+        self.layer_settings: tuple[VerifyRules, tuple[AnswerNormalizer, ...]] | None = None
+        self.shown_dirs: dict[Path, str] = {}
+        self.fixture_dirs: dict[tuple[str, Any], Path] = {}
         self.ages = FixtureAges()  # git is asked once per fixture tree for the whole session
 
     @property
@@ -725,7 +788,12 @@ class _SessionState:
         return info
 
     def _shown_dir(self, settings: RedactkeySettings) -> str:
-        return _shown(settings.fixture_dir, self.config.rootpath)
+        shown = self.shown_dirs.get(settings.fixture_dir)
+        if shown is None:
+            shown = self.shown_dirs[settings.fixture_dir] = _shown(
+                settings.fixture_dir, self.config.rootpath
+            )
+        return shown
 
     # -- collection: which tests use which fixture directory
 
@@ -804,13 +872,100 @@ class _SessionState:
             self.project_config = config
         return self.project_config
 
+    # -- what every test shares: built once per session
+
+    def fixture_dir(self, item: pytest.Item, marker_path: Any) -> Path:
+        """The fixture directory of a test (worked out once per module and marker path)."""
+        where = (str(item.path), None if marker_path is None else os.fspath(marker_path))
+        directory = self.fixture_dirs.get(where)
+        if directory is None:
+            directory = self.fixture_dirs[where] = _fixture_dir(item, self.conf, marker_path)
+        return directory
+
+    def provides(self, item: pytest.Item, name: str) -> bool:
+        """Whether fixture `name`, as `item` sees it, is the plugin's own (no override)."""
+        info = getattr(item, "_fixtureinfo", None)
+        definitions = info.name2fixturedefs.get(name) if info is not None else None
+        if definitions:  # the test asks for it itself (or parametrizes it)
+            return _defined_here(definitions[-1])
+        parent = item.parent
+        where = (parent.nodeid if parent is not None else "", name)
+        known = self.visible.get(where)
+        if known is None:
+            known = self.visible[where] = _visible_is_ours(item, name)
+        return known
+
+    def store(self, directory: Path) -> FixtureStore:
+        """The store of a fixture directory, one object for every test that uses it."""
+        from ._store import CassetteStore, FixtureDir
+
+        kind = self.conf.store
+        store = self.stores.get((kind, directory))
+        if store is None:
+            store = self.stores[(kind, directory)] = (
+                CassetteStore(directory.with_name(directory.name + ".json"))
+                if kind == "cassette" else FixtureDir(directory)
+            )
+        return store
+
+    def run_secrets(self, records: bool, min_length: int) -> RunSecrets:
+        """The run's secrets, collected again only when the environment or the rule changed
+        (never handed out: each test gets a copy)."""
+        from ._secrets import RunSecrets
+
+        key = (records, min_length, _environment())
+        if self.base_secrets is None or self.base_secrets[0] != key:
+            base = RunSecrets.from_env(min_length=min_length, skip_short=not records)
+            try:
+                base.collect(*self.project().secret_env)
+            finally:
+                self.part["dummies"].update(base.dummies)
+            self.base_secrets = (key, base)
+        return self.base_secrets[1]
+
+    def redactor_over(self, secrets: RunSecrets | None) -> Redactor:
+        """A configured `Redactor` over `secrets`, sharing everything compiled with the
+        session's (the known-value automaton too, while `secrets` holds the run's values)."""
+        from ._redact import Redactor
+        from ._secrets import RunSecrets
+
+        template = self.redactor_template
+        if template is None:
+            config = self.project()
+            template = self.redactor_template = Redactor(
+                None,
+                placeholder=config.placeholder,
+                sensitive_keys=config.sensitive_keys,
+                extra_patterns=config.extra_patterns(),
+            )
+        if secrets is None:
+            return template.over(RunSecrets({}))
+        run = self.base_secrets[1] if self.base_secrets is not None else None
+        if run is None:
+            return template.over(secrets)
+        if self.base_redactor is None or self.base_redactor[0] is not run:
+            self.base_redactor = (run, template.over(run))
+        return self.base_redactor[1].over(secrets)
+
+    def verify_rules(self) -> VerifyRules:
+        return self._layer_settings()[0]
+
+    def answer_normalizers(self) -> tuple[AnswerNormalizer, ...]:
+        return self._layer_settings()[1]
+
+    def _layer_settings(self) -> tuple[VerifyRules, tuple[AnswerNormalizer, ...]]:
+        if self.layer_settings is None:
+            project = self.project()
+            self.layer_settings = (project.verify.rules(), project.answers.normalizers())
+        return self.layer_settings
+
     def expiry(self) -> tuple[str | None, ExpiryAction]:
         """(max age, action on expiry): the options, else `[tool.redactkey]`."""
         project = self.project()
         return (self.conf.max_age or project.max_age,
                 self.conf.on_expiry or project.on_expiry)
 
-    def _guarded(self, item: pytest.Item, *, resolve: bool) -> _NetworkGuard | None:
+    def _guarded(self, item: pytest.Item) -> _NetworkGuard | None:
         if self.conf.guard == "off":
             return None
         max_age, on_expiry = self.expiry()
@@ -818,10 +973,7 @@ class _SessionState:
             return None  # an expired fixture is recorded again, live
         if self.conf.guard == "used" and not _uses_redactkey(item):
             return None
-        # Resolve (and report a bad marker) in setup only; later phases reuse the result.
-        settings = _settings_for(item) if resolve else item.stash.get(_SETTINGS_KEY, None)
-        if settings is None:
-            return None
+        settings = _settings_for(item)  # a bad marker is reported here, in setup
         # Replay refuses every connection; recording (no mode "live") refuses those that
         # bypass the transport of a test that took one, e.g. an async slot left empty.
         if not settings.replays_only and not (
@@ -830,31 +982,41 @@ class _SessionState:
             return None
         return _NetworkGuard(settings, self.part["blocked"].setdefault(item.nodeid, []))
 
-    @contextmanager
-    def _phase(self, item: pytest.Item, *, resolve: bool = False) -> Iterator[None]:
-        guard = self._guarded(item, resolve=resolve)
-        if guard is None:
-            yield
-            return
-        with guard.active():
-            yield
+    # Decided once, in setup; the call and teardown phases reuse the decision.
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
-        with self._phase(item, resolve=True):
+        guard = item.stash[_GUARD_KEY] = self._guarded(item)
+        if guard is None:
+            return (yield)
+        with guard.active():
             return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
-        with self._phase(item):
+        guard = item.stash.get(_GUARD_KEY, None)
+        if guard is None:
+            return (yield)
+        with guard.active():
             return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> Generator[None, None, None]:
-        with self._phase(item):
-            return (yield)
+        guard = item.stash.get(_GUARD_KEY, None)
+        try:
+            if guard is None:
+                return (yield)
+            with guard.active():
+                return (yield)
+        finally:
+            # The test's fixtures are torn down: what it replayed or recorded joins the run.
+            pieces = item.stash.get(_PIECES_KEY, None)
+            if pieces is not None:
+                del item.stash[_PIECES_KEY]
+                if pieces.store is not None:
+                    self.add_events(pieces.store)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -1039,34 +1201,49 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 # --------------------------------------------------------------------------- fixtures
+#
+# A test that asks for `model_fixtures` gets it from one fixture: the pieces it is made
+# of (settings, store, run secrets, redactor) are built here on first use, once per
+# test, from what the session built once. A piece comes from pytest's own fixture of
+# that name only when the project overrides it, so an override still counts while the
+# common case costs no fixture setups of its own.
 
 
 def _state(request: pytest.FixtureRequest) -> _SessionState:
     return request.config.stash[_STATE_KEY]
 
 
-@pytest.fixture
-def redactkey_settings(request: pytest.FixtureRequest) -> RedactkeySettings:
-    """This test's modes and fixture directory (after marker, option, environment and ini)."""
-    return _settings_for(request.node)
+class _TestPieces:
+    """What redactkey built for one test, each piece once and on first use."""
+
+    __slots__ = ("built", "state", "store")
+
+    def __init__(self, state: _SessionState) -> None:
+        self.state = state
+        self.built: dict[str, Any] = {}
+        self.store: TrackedStore | None = None
+
+    def own(self, request: pytest.FixtureRequest, name: str) -> Any:
+        """The plugin's own fixture `name` for this test (built at most once)."""
+        built = self.built
+        if name in built:
+            return built[name]
+        value = built[name] = _BUILDERS[name](self, request)
+        return value
+
+    def use(self, request: pytest.FixtureRequest, name: str) -> Any:
+        """Fixture `name` as this test sees it: the project's override when there is one."""
+        if self.state.provides(request.node, name):
+            return self.own(request, name)
+        return request.getfixturevalue(name)
 
 
-@pytest.fixture
-def fixture_store(
-    request: pytest.FixtureRequest, redactkey_settings: RedactkeySettings
-) -> Iterator[TrackedStore]:
-    """This test's fixture directory as a store (per test module unless configured), or
-    with `--redactkey-store=cassette` the cassette `<fixture dir>.json`."""
-    from ._store import CassetteStore, FixtureDir
-
-    directory = redactkey_settings.fixture_dir
-    inner: FixtureStore = (
-        CassetteStore(directory.with_name(directory.name + ".json"))
-        if _state(request).conf.store == "cassette" else FixtureDir(directory)
-    )
-    store = TrackedStore(inner, request.node.nodeid)
-    yield store
-    _state(request).add_events(store)
+def _pieces(request: pytest.FixtureRequest) -> _TestPieces:
+    item: pytest.Item = request.node
+    pieces = item.stash.get(_PIECES_KEY, None)
+    if pieces is None:
+        pieces = item.stash[_PIECES_KEY] = _TestPieces(_state(request))
+    return pieces
 
 
 def _project_config(request: pytest.FixtureRequest) -> Config:
@@ -1086,54 +1263,6 @@ def _ini_hosts(config: pytest.Config) -> dict[str, str]:
     return aliases
 
 
-@pytest.fixture
-def redactkey_secret_slots() -> list[object]:
-    """Extra secret slots for `run_secrets`; override it to declare what your tools read.
-
-    Return slot names (read from the environment), mappings of slot to source, pydantic
-    settings models or objects with `secret_slots`, as `collect_run_secrets` takes them.
-    """
-    return []
-
-
-@pytest.fixture
-def run_secrets(
-    request: pytest.FixtureRequest, redactkey_secret_slots: list[object]
-) -> RunSecrets:
-    """The run's secrets: secret-looking environment variables, `[tool.redactkey]
-    secret-env`, and the slots `redactkey_secret_slots` declares. Each test gets its
-    own (a copy of the run's, built once while the environment stays the same)."""
-    from ._secrets import RunSecrets
-
-    config = _project_config(request)
-    settings = _settings_for(request.node)
-    # One rule everywhere: a stand-in value (OPENAI_API_KEY=dummy) is skipped while this
-    # test records nothing and refused, naming the slot, when it may record.
-    records = bool({settings.mode, settings.model_mode} & {"record", "auto"})
-    min_length = _min_secret_length(request.config, config)
-    state = _state(request)
-    if redactkey_secret_slots:
-        secrets = RunSecrets.from_env(min_length=min_length, skip_short=not records)
-        try:
-            secrets.collect(*config.secret_env, *redactkey_secret_slots)
-        finally:
-            state.part["dummies"].update(secrets.dummies)
-        return secrets
-    # Built once while the environment and the rule stay the same; each test gets its own
-    # copy, so a secret one test adds is not another's, and the variants are computed once.
-    environment = frozenset(
-        [*os.environ.items(), ("\0records", str(records)), ("\0min", str(min_length))]
-    )
-    if state.base_secrets is None or state.base_secrets[0] != environment:
-        base = RunSecrets.from_env(min_length=min_length, skip_short=not records)
-        try:
-            base.collect(*config.secret_env)
-        finally:
-            state.part["dummies"].update(base.dummies)
-        state.base_secrets = (environment, base)
-    return state.base_secrets[1].copy()
-
-
 def _min_secret_length(pytest_config: pytest.Config, config: Config) -> int:
     text = str(pytest_config.getini("redactkey_min_secret_length")).strip()
     if not text:
@@ -1149,39 +1278,146 @@ def _min_secret_length(pytest_config: pytest.Config, config: Config) -> int:
     return value
 
 
-@pytest.fixture
-def redactor(request: pytest.FixtureRequest, run_secrets: RunSecrets) -> Redactor:
-    """A `Redactor` over `run_secrets`, with `[tool.redactkey]` placeholder, credential
-    field names and extra detectors."""
-    from ._redact import Redactor
-
-    config = _project_config(request)
-    return Redactor(
-        run_secrets,
-        placeholder=config.placeholder,
-        sensitive_keys=config.sensitive_keys,
-        extra_patterns=config.extra_patterns(),
-    )
+def _environment() -> dict[Any, Any]:
+    """The process environment, less what pytest changes for every test by itself."""
+    data = getattr(os.environ, "_data", None)  # a plain copy costs no decoding
+    environment: dict[Any, Any] = dict(data) if isinstance(data, dict) else dict(os.environ)
+    for name in _PER_TEST_VARIABLES:
+        environment.pop(name, None)
+    return environment
 
 
+# PYTEST_CURRENT_TEST names the running test and phase: no secret, but new every test.
+_PER_TEST_VARIABLES = ("PYTEST_CURRENT_TEST", b"PYTEST_CURRENT_TEST")
 
-@pytest.fixture
-def model_fixtures(
-    request: pytest.FixtureRequest,
-    fixture_store: TrackedStore,
-    redactor: Redactor,
-    redactkey_settings: RedactkeySettings,
-) -> ModelFixtures:
-    """`ModelFixtures` over this test's store, in the test's model mode."""
+
+def _build_settings(pieces: _TestPieces, request: pytest.FixtureRequest) -> RedactkeySettings:
+    return _settings_for(request.node)
+
+
+def _build_store(pieces: _TestPieces, request: pytest.FixtureRequest) -> TrackedStore:
+    settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
+    store = TrackedStore(pieces.state.store(settings.fixture_dir), request.node.nodeid)
+    if pieces.store is None:
+        pieces.store = store  # its calls join the run report when the test ends
+    return store
+
+
+def _build_slots(pieces: _TestPieces, request: pytest.FixtureRequest) -> list[object]:
+    return []
+
+
+def _build_nothing(pieces: _TestPieces, request: pytest.FixtureRequest) -> None:
+    return None
+
+
+def _build_secrets(pieces: _TestPieces, request: pytest.FixtureRequest) -> RunSecrets:
+    from ._secrets import RunSecrets
+
+    state = pieces.state
+    config = state.project()
+    settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
+    slots: list[object] = pieces.use(request, "redactkey_secret_slots")
+    # One rule everywhere: a stand-in value (OPENAI_API_KEY=dummy) is skipped while this
+    # test records nothing and refused, naming the slot, when it may record.
+    records = bool({settings.mode, settings.model_mode} & {"record", "auto"})
+    min_length = _min_secret_length(request.config, config)
+    if slots:
+        secrets = RunSecrets.from_env(min_length=min_length, skip_short=not records)
+        try:
+            secrets.collect(*config.secret_env, *slots)
+        finally:
+            state.part["dummies"].update(secrets.dummies)
+        return secrets
+    return state.run_secrets(records, min_length).copy()
+
+
+def _build_redactor(pieces: _TestPieces, request: pytest.FixtureRequest) -> Redactor:
+    secrets = pieces.use(request, "run_secrets")
+    return pieces.state.redactor_over(secrets)
+
+
+def _build_model_fixtures(pieces: _TestPieces, request: pytest.FixtureRequest) -> ModelFixtures:
+    settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
     return ModelFixtures(
-        fixture_store,
-        mode=redactkey_settings.model_mode,
-        redactor=redactor,
+        pieces.use(request, "fixture_store"),
+        mode=settings.model_mode,
+        redactor=pieces.use(request, "redactor"),
         label=request.node.nodeid,
         how_to_record=HOW_TO_RECORD_MODEL,
         **_layer_options(request),
-        config=_project_config(request),
     )
+
+
+def _build_tool_fixtures(pieces: _TestPieces, request: pytest.FixtureRequest) -> ToolFixtures:
+    from ._replay import ToolFixtures
+
+    settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
+    options = _layer_options(request)
+    options.pop("how_to_rerecord", None)
+    return ToolFixtures(
+        pieces.use(request, "fixture_store"),
+        mode=settings.mode,
+        redactor=pieces.use(request, "redactor"),
+        label=request.node.nodeid,
+        **options,
+    )
+
+
+_BUILDERS: dict[str, Callable[[_TestPieces, pytest.FixtureRequest], Any]] = {
+    "fixture_store": _build_store,
+    "model_fixtures": _build_model_fixtures,
+    "redactkey_inner_transport": _build_nothing,
+    "redactkey_secret_slots": _build_slots,
+    "redactkey_settings": _build_settings,
+    "redactor": _build_redactor,
+    "run_secrets": _build_secrets,
+    "tool_fixtures": _build_tool_fixtures,
+}
+
+
+@pytest.fixture
+def redactkey_settings(request: pytest.FixtureRequest) -> RedactkeySettings:
+    """This test's modes and fixture directory (after marker, option, environment and ini)."""
+    return _settings_for(request.node)
+
+
+@pytest.fixture
+def fixture_store(request: pytest.FixtureRequest) -> TrackedStore:
+    """This test's fixture directory as a store (per test module unless configured), or
+    with `--redactkey-store=cassette` the cassette `<fixture dir>.json`."""
+    return _pieces(request).own(request, "fixture_store")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def redactkey_secret_slots() -> list[object]:
+    """Extra secret slots for `run_secrets`; override it to declare what your tools read.
+
+    Return slot names (read from the environment), mappings of slot to source, pydantic
+    settings models or objects with `secret_slots`, as `collect_run_secrets` takes them.
+    """
+    return []
+
+
+@pytest.fixture
+def run_secrets(request: pytest.FixtureRequest) -> RunSecrets:
+    """The run's secrets: secret-looking environment variables, `[tool.redactkey]
+    secret-env`, and the slots `redactkey_secret_slots` declares. Each test gets its
+    own (a copy of the run's, built once while the environment stays the same)."""
+    return _pieces(request).own(request, "run_secrets")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def redactor(request: pytest.FixtureRequest) -> Redactor:
+    """A `Redactor` over `run_secrets`, with `[tool.redactkey]` placeholder, credential
+    field names and extra detectors."""
+    return _pieces(request).own(request, "redactor")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def model_fixtures(request: pytest.FixtureRequest) -> ModelFixtures:
+    """`ModelFixtures` over this test's store, in the test's model mode."""
+    return _pieces(request).own(request, "model_fixtures")  # type: ignore[no-any-return]
 
 
 def _layer_options(request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -1191,11 +1427,13 @@ def _layer_options(request: pytest.FixtureRequest) -> dict[str, Any]:
     nodeid = request.node.nodeid
     max_age, on_expiry = state.expiry()
     options: dict[str, Any] = {
-        "verify": _project_config(request).verify.rules(),
+        "verify": state.verify_rules(),
         "how_to_rerecord": f"pytest --redactkey-mode=record {shlex.quote(nodeid)}",
         "max_age": max_age,
         "on_expiry": on_expiry,
         "ages": state.ages,
+        "config": state.project(),
+        "answer_normalizers": state.answer_normalizers(),
     }
     if state.conf.verify == "report":
         options["on_drift"] = lambda error: state.add_drift(nodeid, error)
@@ -1203,26 +1441,10 @@ def _layer_options(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 @pytest.fixture
-def tool_fixtures(
-    request: pytest.FixtureRequest,
-    fixture_store: TrackedStore,
-    redactor: Redactor,
-    redactkey_settings: RedactkeySettings,
-) -> ToolFixtures:
+def tool_fixtures(request: pytest.FixtureRequest) -> ToolFixtures:
     """`ToolFixtures` over this test's store, in the test's tool mode:
     ``tool_fixtures.call("search", {"q": "cats"}, live)`` or ``@tool_fixtures.tool``."""
-    from ._replay import ToolFixtures
-
-    options = _layer_options(request)
-    options.pop("how_to_rerecord", None)
-    return ToolFixtures(
-        fixture_store,
-        mode=redactkey_settings.mode,
-        redactor=redactor,
-        label=request.node.nodeid,
-        config=_project_config(request),
-        **options,
-    )
+    return _pieces(request).own(request, "tool_fixtures")  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -1232,16 +1454,19 @@ def redactkey_inner_transport() -> Any:
     return None
 
 
-def _transport(
-    request: pytest.FixtureRequest, store: TrackedStore, mode: Mode, redactor: Redactor,
-    inner: Any, verify_options: dict[str, Any],
-) -> Iterator[FixtureTransport]:
+def _transport(request: pytest.FixtureRequest, tool: bool) -> Iterator[FixtureTransport]:
     from ._transport import FixtureTransport
 
+    pieces = _pieces(request)
+    settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
+    options = _layer_options(request)
     transport = FixtureTransport(
-        store, mode=mode, redactor=redactor, inner=inner, how_to_record=HOW_TO_RECORD_MODEL,
-        **verify_options,
-        config=_project_config(request),
+        pieces.use(request, "fixture_store"),
+        mode=settings.mode if tool else settings.model_mode,
+        redactor=pieces.use(request, "redactor"),
+        inner=pieces.use(request, "redactkey_inner_transport"),
+        how_to_record=HOW_TO_RECORD_MODEL,
+        **options,
     )
     try:
         yield transport
@@ -1250,34 +1475,16 @@ def _transport(
 
 
 @pytest.fixture
-def redactkey_transport(
-    request: pytest.FixtureRequest,
-    fixture_store: TrackedStore,
-    redactor: Redactor,
-    redactkey_settings: RedactkeySettings,
-    redactkey_inner_transport: Any,
-) -> Iterator[FixtureTransport]:
+def redactkey_transport(request: pytest.FixtureRequest) -> Iterator[FixtureTransport]:
     """A `FixtureTransport` for model SDK clients (openai, anthropic), in the model mode.
 
     One object serves httpx and httpx2, sync and async:
     ``openai.OpenAI(http_client=httpx2.Client(transport=redactkey_transport))``.
     """
-    yield from _transport(
-        request, fixture_store, redactkey_settings.model_mode, redactor,
-        redactkey_inner_transport, _layer_options(request),
-    )
+    yield from _transport(request, tool=False)
 
 
 @pytest.fixture
-def redactkey_tool_transport(
-    request: pytest.FixtureRequest,
-    fixture_store: TrackedStore,
-    redactor: Redactor,
-    redactkey_settings: RedactkeySettings,
-    redactkey_inner_transport: Any,
-) -> Iterator[FixtureTransport]:
+def redactkey_tool_transport(request: pytest.FixtureRequest) -> Iterator[FixtureTransport]:
     """A `FixtureTransport` for the HTTP APIs your tools call, in the tool mode."""
-    yield from _transport(
-        request, fixture_store, redactkey_settings.mode, redactor, redactkey_inner_transport,
-        _layer_options(request),
-    )
+    yield from _transport(request, tool=True)

@@ -1,0 +1,263 @@
+"""What the pytest plugin builds once per session and what it builds per test.
+
+The settings, stores, run secrets and redactor are shared where nothing can differ
+between tests; these tests pin that what may differ still does: a secret a test adds,
+a changed environment, a changed configuration, a project's own fixtures, and each
+fixture directory's store.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+QUIET = ("-p", "no:hypothesispytest", "-p", "no:randomly", "-p", "no:cacheprovider")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("REDACTKEY_MODE", "REDACTKEY_MODEL_MODE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(*QUIET, *args)
+
+
+def report(pytester: pytest.Pytester) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((pytester.path / ".redactkey-report.json").read_text("utf-8"))
+    return data
+
+
+class TestSecrets:
+    """The redactor of each test sees exactly that test's secrets."""
+
+    def test_a_secret_added_in_a_test_is_redacted_there_only(
+        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A value a test adds to `run_secrets` is redacted by that test's `redactor`
+        (added after the redactor was built), and by no later test's."""
+        monkeypatch.setenv("PIECES_API_KEY", "env-" + "q" * 16)
+        pytester.makepyfile(
+            """
+            ADDED = "added-" + "w" * 12
+            FROM_ENV = "env-" + "q" * 16
+
+            def test_adds(redactor, run_secrets):
+                assert redactor.redact(f"x {FROM_ENV}") == "x [REDACTED]"
+                assert redactor.redact(f"x {ADDED}") == f"x {ADDED}"
+                run_secrets.add("ADDED_TOKEN", ADDED)
+                assert redactor.redact(f"x {ADDED}") == "x [REDACTED]"
+
+            def test_next_does_not_see_it(redactor):
+                assert redactor.redact(f"x {ADDED}") == f"x {ADDED}"
+                assert redactor.redact(f"x {FROM_ENV}") == "x [REDACTED]"
+            """
+        )
+        run(pytester).assert_outcomes(passed=2)
+
+    def test_a_learned_credential_stays_in_its_test(self, pytester: pytest.Pytester) -> None:
+        """A credential one test's request sends by name is learned for that test alone."""
+        pytester.makepyfile(
+            """
+            import pytest
+
+            SENT = "sent-" + "Zq3x9Lm2" + "Pw8Rt4"
+
+            @pytest.mark.redactkey(mode="record")
+            def test_sends(model_fixtures, redactor):
+                request = {"api_key": SENT, "q": "hi"}
+                model_fixtures.call("text", request, lambda: {"text": "ok"})
+                assert redactor.redact(f"echo {SENT}") == "echo [REDACTED]"
+
+            def test_after(redactor):
+                assert redactor.redact(f"echo {SENT}") == f"echo {SENT}"
+            """
+        )
+        run(pytester).assert_outcomes(passed=2)
+
+    def test_a_changed_environment_reaches_the_redactor(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        """A secret the environment gains mid-session is redacted while it is set, and not
+        after the change is undone."""
+        pytester.makepyfile(
+            """
+            import pytest
+
+            LATER = "later-" + "z" * 12
+
+            def test_before(redactor):
+                assert redactor.redact(LATER) == LATER
+
+            @pytest.fixture
+            def later_key(monkeypatch):
+                monkeypatch.setenv("LATER_API_KEY", LATER)
+
+            def test_while_set(later_key, redactor):
+                assert redactor.redact(LATER) == "[REDACTED]"
+
+            def test_after(redactor):
+                assert redactor.redact(LATER) == LATER
+            """
+        )
+        run(pytester).assert_outcomes(passed=3)
+
+
+class TestConfiguration:
+    """Each session reads `[tool.redactkey]` afresh."""
+
+    def test_a_config_change_between_sessions_is_picked_up(
+        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("PIECES_API_KEY", "env-" + "q" * 16)
+        pytester.makepyfile(
+            """
+            import os
+
+            def test_placeholder(redactor):
+                print("SHOWN", redactor.redact(os.environ["PIECES_API_KEY"]))
+            """
+        )
+        for placeholder in ("[GONE]", "[CUT]"):
+            pytester.makepyprojecttoml(
+                f'[tool.redactkey]\nplaceholder = "{placeholder}"\n'
+            )
+            result = run(pytester, "-s")
+            result.assert_outcomes(passed=1)
+            assert f"SHOWN {placeholder}\n" in result.stdout.str()
+
+
+class TestOverrides:
+    """A project's own fixture of a plugin name is what the plugin's other fixtures use."""
+
+    def test_overridden_pieces_are_used(self, pytester: pytest.Pytester) -> None:
+        pytester.makeconftest(
+            """
+            import pytest
+            from redactkey import Redactor
+
+            @pytest.fixture
+            def redactor(run_secrets):
+                return Redactor(run_secrets, placeholder="[MINE]")
+
+            @pytest.fixture
+            def redactkey_secret_slots():
+                return [{"SLOT_TOKEN": lambda: "slot-" + "s" * 14}]
+
+            class Counting:
+                def __init__(self, inner):
+                    self.inner, self.gets = inner, 0
+
+                def __getattr__(self, name):
+                    return getattr(self.inner, name)
+
+                def get(self, kind, key):
+                    self.gets += 1
+                    return self.inner.get(kind, key)
+
+            @pytest.fixture
+            def fixture_store(fixture_store):
+                return Counting(fixture_store)
+            """
+        )
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.redactkey(mode="auto")
+            def test_call(model_fixtures, fixture_store):
+                request = {"model": "m", "messages": [
+                    {"role": "user", "content": "tell " + "slot-" + "s" * 14}]}
+                answer = model_fixtures.call("text", request, lambda: {"text": "ok"})
+                assert answer == {"text": "ok"}
+                assert fixture_store.gets == 1
+                assert model_fixtures.redactor.placeholder == "[MINE]"
+            """
+        )
+        run(pytester).assert_outcomes(passed=1)
+        files = list((pytester.path / "fixtures" / "test_overridden_pieces_are_used").glob("*"))
+        assert len(files) == 1
+        assert '"tell [MINE]"' in files[0].read_text("utf-8")
+        doc = report(pytester)
+        assert [e["outcome"] for e in doc["recorded"]] == ["recorded"]
+
+
+class TestStores:
+    """One store per fixture directory, shared by its tests, never by another directory."""
+
+    REQUEST = '{"model": "m", "messages": [{"role": "user", "content": "the same call"}]}'
+
+    def test_directories_keep_their_own_calls(self, pytester: pytest.Pytester) -> None:
+        pytester.makepyfile(
+            f"""
+            import pytest
+
+            @pytest.mark.redactkey(path="a", mode="record")
+            def test_records_in_a(model_fixtures):
+                model_fixtures.call("text", {self.REQUEST}, lambda: {{"text": "a"}})
+
+            @pytest.mark.redactkey(path="b", mode="replay")
+            def test_misses_in_b(model_fixtures):
+                model_fixtures.call("text", {self.REQUEST}, None)
+            """
+        )
+        result = run(pytester)
+        result.assert_outcomes(passed=1, failed=1)
+        assert "FAILED test_directories_keep_their_own_calls.py::test_misses_in_b" in (
+            result.stdout.str()
+        )
+        doc = report(pytester)
+        assert [(e["test"].split("::")[1], e["store"]) for e in doc["recorded"]] == [
+            ("test_records_in_a", "a")
+        ]
+        assert [(e["test"].split("::")[1], e["store"]) for e in doc["missing"]] == [
+            ("test_misses_in_b", "b")
+        ]
+
+    @pytest.mark.parametrize("store", ["dir", "cassette"])
+    def test_a_later_test_replays_what_an_earlier_one_recorded(
+        self, pytester: pytest.Pytester, store: str
+    ) -> None:
+        """The shared store never serves a stale view: a call recorded by one test is
+        replayed by the next one in the same session."""
+        pytester.makepyfile(
+            f"""
+            import pytest
+
+            @pytest.mark.redactkey(mode="record")
+            def test_1_records(model_fixtures):
+                model_fixtures.call("text", {self.REQUEST}, lambda: {{"text": "first"}})
+
+            @pytest.mark.redactkey(mode="replay")
+            def test_2_replays(model_fixtures):
+                assert model_fixtures.call("text", {self.REQUEST}, None) == {{"text": "first"}}
+            """
+        )
+        run(pytester, f"--redactkey-store={store}").assert_outcomes(passed=2)
+        doc = report(pytester)
+        assert [e["test"].split("::")[1] for e in doc["recorded"]] == ["test_1_records"]
+        assert [e["test"].split("::")[1] for e in doc["replayed"]] == ["test_2_replays"]
+
+    def test_one_store_for_all_fixtures_of_a_test(self, pytester: pytest.Pytester) -> None:
+        """`fixture_store`, `model_fixtures` and `tool_fixtures` of one test share its
+        store, so each call is reported once, under the test."""
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.redactkey(mode="record")
+            def test_both(model_fixtures, tool_fixtures, fixture_store):
+                assert model_fixtures.store is fixture_store
+                assert tool_fixtures.fixtures.store is fixture_store
+                model_fixtures.call("text", {"q": 1}, lambda: {"text": "m"})
+                tool_fixtures.call("search", {"q": 1}, lambda: ["t"])
+            """
+        )
+        run(pytester).assert_outcomes(passed=1)
+        doc = report(pytester)
+        assert sorted(e["kind"] for e in doc["recorded"]) == ["text", "tool:search"]
