@@ -17,8 +17,14 @@ def shared_dir() -> Path:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print how many documentation blocks ran (tests/test_docs_examples.py)."""
-    ran = [r for r in terminalreporter.stats.get("passed", [])
-           if "test_python_block_runs[" in getattr(r, "nodeid", "")]
-    if ran:
-        terminalreporter.write_line(f"docs: {len(ran)} Python blocks of README.md and docs/ ran")
+    """Print how many documentation blocks ran (tests/test_docs_examples.py, test_docs_shell.py)."""
+    for test, what in (("test_python_block_runs[", "Python blocks"),
+                       ("test_shell_block_runs[", "shell blocks naming redact")):
+        reports = [r for key in ("passed", "failed", "skipped", "error")
+                   for r in terminalreporter.stats.get(key, [])
+                   if test in getattr(r, "nodeid", "")]
+        ran = {r.nodeid for r in reports if r.passed and r.when == "call"}
+        seen = {r.nodeid for r in reports}
+        if seen:
+            terminalreporter.write_line(
+                f"docs: {len(ran)} of {len(seen)} {what} of README.md and docs/ ran")

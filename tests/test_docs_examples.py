@@ -7,6 +7,15 @@ below completes it:
 
     <!-- docs: setup=NAME -->      run SETUPS[NAME] first, in the same namespace
     <!-- docs: continue -->        run in the namespace of the previous block of the file
+    <!-- docs: pytest setup=NAME --> the block is a test module (its first line names
+                                   it, `# tests/test_x.py`): SETUPS[NAME] runs first and
+                                   may define `conftest` (the text of a conftest.py);
+                                   then pytest runs the module in a temporary project
+                                   and every test in it must pass
+
+A setup may enter context managers (local fake servers) on `stack`, which is closed
+after the block. There is no marker that skips a block: every Python block runs, and
+`test_count_of_blocks_run` checks that the parser finds every fence.
 
 Docs name public names only: no `redactkey._private` import or attribute.
 """
@@ -15,16 +24,21 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
+import os
 import re
-from dataclasses import dataclass
+import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
-from conftest import ROOT
+import pytest
 
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-_FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
-_MARKER = re.compile(r"<!--\s*docs:\s*(.*?)\s*-->\s*$")
+from conftest import ROOT
+from docblocks import DOCS, PYTHON, Block, blocks, fence_count
+
+pytest_plugins = ["pytester"]
+
 _PRIVATE = re.compile(r"\bredactkey\.(?:_[a-z]\w*|[a-z]\w*\._\w+)")
 
 FAKE_KEYS = {
@@ -167,45 +181,60 @@ url, body = "https://api.example.test/v1/stream", {"stream": True}
 client = httpx2.Client(transport=httpx2.MockTransport(
     lambda request: httpx2.Response(200, text="data: 1\\n\\ndata: 2\\n\\n")))
 """,
+    # clients.md: the Bedrock call of the example, recorded from a local fake Bedrock (the
+    # project's host alias keys it as a call to AWS); the fake stops before the example
+    # replays it with the AWS endpoint and other credentials
+    "bedrock-recorded": """
+import os, secrets
+import boto3
+from fakebedrock import FakeBedrock
+from redactkey import FixtureDir, use_botocore
+
+def _credentials():
+    os.environ["AWS_ACCESS_KEY_ID"] = "AKIA" + secrets.token_hex(8).upper()
+    os.environ["AWS_SECRET_ACCESS_KEY"] = secrets.token_urlsafe(30)
+
+for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
+             "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+    os.environ.pop(name, None)
+os.environ.update(AWS_CONFIG_FILE="aws-config", AWS_SHARED_CREDENTIALS_FILE="aws-credentials",
+                  AWS_EC2_METADATA_DISABLED="true")
+with FakeBedrock() as _fake:
+    _host = _fake.url.removeprefix("http://")
+    with open("pyproject.toml", "w", encoding="utf-8") as _file:
+        _file.write(f'[tool.redactkey.hosts]\\n"{_host}" = '
+                    '"bedrock-runtime.us-east-1.amazonaws.com"\\n')
+    _credentials()
+    os.environ["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = _fake.url
+    use_botocore(boto3.client("bedrock-runtime", region_name="us-east-1"),
+                 FixtureDir("tests/fixtures"), mode="record").converse(
+        modelId="anthropic.claude-3-haiku-20240307-v1:0",
+        messages=[{"role": "user", "content": [{"text": "Hello"}]}])
+    assert len(_fake.seen) == 1
+del os.environ["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"]
+_credentials()
+""",
+    # cli/migrate.md: the suite before migrating, which uses pytest-recording's `vcr`
+    # marker. pytest-recording is not a test dependency (its --record-mode option collides
+    # with other plugins), so the marker is registered as that plugin registers it, and
+    # the test calls a local fake OpenAI server: the test module itself runs unchanged.
+    "pytest-recording": """
+import os
+from fakeprovider import FakeProvider
+
+_fake = stack.enter_context(FakeProvider())
+os.environ["OPENAI_BASE_URL"] = _fake.url + "/v1"
+conftest = (
+    "def pytest_configure(config):\\n"
+    "    config.addinivalue_line('markers', 'vcr: record and replay HTTP (pytest-recording)')\\n"
+)
+""",
     # redaction.md: a client holding a session token
     "session-client": "class _C:\n    session_token = 'tok'\nclient = _C()\n",
 }
 
 
-@dataclass
-class Block:
-    path: Path
-    line: int
-    code: str
-    setup: str | None
-    continues: bool
-
-    @property
-    def name(self) -> str:
-        return f"{self.path.relative_to(ROOT).as_posix()}:{self.line}"
-
-
-def _blocks() -> list[Block]:
-    found = []
-    for path in DOCS:
-        text = path.read_text(encoding="utf-8")
-        for match in _FENCE.finditer(text):
-            before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
-            marker = _MARKER.search(before)
-            options = dict(
-                part.partition("=")[::2] for part in re.split(r"[,\s]+", marker.group(1))
-            ) if marker else {}
-            found.append(Block(
-                path=path,
-                line=text[: match.start()].count("\n") + 2,
-                code=match.group(1),
-                setup=options.get("setup") or None,
-                continues="continue" in options,
-            ))
-    return found
-
-
-BLOCKS = _blocks()
+BLOCKS = blocks(PYTHON)
 
 
 def _run(code: str, name: str, namespace: dict[str, Any]) -> None:
@@ -216,7 +245,72 @@ def _run(code: str, name: str, namespace: dict[str, Any]) -> None:
         asyncio.run(result)
 
 
-_namespaces: dict[Path, dict[str, Any]] = {}
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.name for b in BLOCKS])
+def test_python_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                           request: pytest.FixtureRequest) -> None:
+    """The block runs as a reader would paste it (after its hidden setup, if marked; after
+    the blocks it continues, run again here, so that any order and any worker works)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("REDACTKEY_MODE", "REDACTKEY_MODEL_MODE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in FAKE_KEYS.items():
+        monkeypatch.setenv(name, value)
+    saved = dict(os.environ)
+    namespace: dict[str, Any] = {"__name__": "docs_example"}
+    try:
+        with warnings.catch_warnings(), contextlib.ExitStack() as stack:
+            # a reader sees warnings; they are not the example's failure
+            warnings.simplefilter("default")
+            for step in _chain(block):
+                setup = step.options.get("setup")
+                if setup is not None:
+                    assert setup in SETUPS, f"{step.name}: unknown setup {setup!r}"
+                    namespace["stack"] = stack
+                    _run(textwrap.dedent(SETUPS[setup]), f"setup {setup}", namespace)
+                    del namespace["stack"]
+                if "pytest" in step.options:
+                    _run_test_module(step, namespace, request.getfixturevalue("pytester"))
+                else:
+                    _run(step.code, step.name, namespace)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _chain(block: Block) -> list[Block]:
+    """`block` after the blocks of its page that it continues, first one first."""
+    same_page = [b for b in BLOCKS if b.path == block.path]
+    index = same_page.index(block)
+    start = index
+    while "continue" in same_page[start].options:
+        assert start > 0, f"{block.name}: 'continue' needs a block before it"
+        start -= 1
+    return same_page[start: index + 1]
+
+
+def _run_test_module(block: Block, namespace: dict[str, Any],
+                     pytester: pytest.Pytester) -> None:
+    named = re.match(r"#\s*(\S+\.py)\b", block.code)
+    assert named, f"{block.name}: a pytest block starts with its file name (# tests/test_x.py)"
+    target = pytester.path / named.group(1)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(block.code, encoding="utf-8")
+    pytester.makeconftest(namespace.get("conftest", ""))
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:hypothesispytest",
+                                "--strict-markers", "-q", str(target))
+    shown = f"{block.name}:\n" + "\n".join(result.outlines[-30:])
+    assert result.ret == 0, shown
+    assert result.parseoutcomes().get("passed", 0) >= 1, shown
+
+
+def test_count_of_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """The parser finds every Python fence of the docs (indented ones too); each runs as a
+    test of its own, and the run's summary prints how many ran."""
+    assert len(BLOCKS) == fence_count(PYTHON)
+    with capsys.disabled():
+        print(f"\ndocs: {len(BLOCKS)} Python blocks collected from {len(DOCS)} files "
+              f"({sum('setup' in b.options for b in BLOCKS)} with a hidden setup)")
+    assert len(BLOCKS) >= 42
 
 
 def test_docs_name_public_names_only() -> None:
