@@ -33,7 +33,7 @@ from ._errors import FixtureFormatError, UsageError
 from ._findings import InputProblem, Issue, Report, value_tag
 from ._parallel import Outcome, run_files
 from ._placeholders import AUTH_SCHEMES, looks_redacted
-from ._readers import header_sites, read_recording
+from ._readers import STREAM_HINTS, BodyStream, body_streams, header_sites, read_recording
 from ._redact import Redactor, shown_pointer
 from ._secrets import RunSecrets, mask
 from ._vocabulary import COOKIE_HEADERS, header_class
@@ -67,6 +67,48 @@ def begin(paths: Sequence[str], command: str, *, strict: bool = False
     for skipped in found.skipped:
         report.skip(skipped.display, skipped.reason, finding=skipped.unreadable)
     return report, found.targets
+
+
+def _streams_of(recording: Recording) -> list[BodyStream]:
+    """The streamed bodies of a recording (none without interactions, and none in a file
+    that neither names a stream's content type nor holds an SSE `data:` line)."""
+    if not recording.interactions:
+        return []
+    text = recording.text
+    if "data:" not in text and not any(hint in text for hint in STREAM_HINTS):
+        return []
+    return list(body_streams(recording))
+
+
+def _binary_line(recording: Recording, pointer: str, at: int) -> int:
+    """The line of byte `at` of a binary body kept as base64 in a YAML block (`!!binary |`,
+    one run of base64 text per line); the body's line elsewhere."""
+    first = recording.line_for(pointer)
+    lines = recording.text.splitlines()
+    indicator = next((number for number in (first, first - 1)
+                      if 0 < number <= len(lines) and lines[number - 1].rstrip().endswith(
+                          ("|", "|-", "|+", ">", ">-"))), None)
+    if at < 0 or indicator is None:
+        return first
+    target, seen = (at // 3) * 4, 0
+    for number in range(indicator, len(lines)):  # lines[indicator] is the block's first line
+        seen += len(lines[number].strip())
+        if seen > target:
+            return number + 1
+    return first
+
+
+def _swap(document: object, pointer: str, value: object) -> object:
+    """Put `value` at `pointer` of a decoded document; returns what was there."""
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    node = document
+    for token in tokens[:-1]:
+        node = node[int(token)] if isinstance(node, list) else node[token]  # type: ignore[index]
+    last = tokens[-1]
+    key: int | str = int(last) if isinstance(node, list) else last
+    old = node[key]  # type: ignore[index]
+    node[key] = value  # type: ignore[index]
+    return old
 
 
 def _last_name(pointer: str) -> str:
@@ -130,9 +172,12 @@ class Checker:
         recording: Recording | None = None
         named = opened.suffix in RECORDING_SUFFIXES
         if named or looks_like_recording(text):
+            # a streamed body is split into its events, so a file that names a stream's
+            # content type leaves the JSON fast path (the others stay on it)
+            normalise = self.normalise or any(hint in text for hint in STREAM_HINTS)
             try:
                 recording = read_recording(target.path, text, suffix=opened.suffix,
-                                           normalise=self.normalise)
+                                           normalise=normalise)
             except FixtureFormatError as exc:
                 if not named:
                     issues = self.scan_text(text, target.display)
@@ -192,7 +237,17 @@ class Checker:
         """Issues in a parsed JSON/YAML document, at the lines of the file."""
         document = cassette.document
         issues: list[Issue] = []
-        for finding in self.redactor.findings(document):
+        streams = _streams_of(cassette)
+        # a streamed body is read event by event (below), not as one text
+        held = [(stream, _swap(document, stream.pointer, "")) for stream in streams]
+        try:
+            found = self.redactor.findings(document)
+        finally:
+            for stream, value in reversed(held):
+                _swap(document, stream.pointer, value)
+        for stream in streams:
+            issues.extend(self.stream_issues(cassette, display, stream))
+        for finding in found:
             value = resolve_pointer(document, finding.pointer)
             if isinstance(value, str):
                 segment = value[finding.start:finding.end] if finding.end > finding.start \
@@ -225,6 +280,72 @@ class Checker:
                             issues.append(self._issue(
                                 Issue(display, number, finding.rule, slot=finding.slot,
                                       preview=finding.preview), segment))
+        return issues
+
+    def stream_issues(self, recording: Recording, display: str,
+                      stream: BodyStream) -> list[Issue]:
+        """Findings in a streamed body, event by event: each names its event (the pointer
+        is the body's, then the event's index, then the place in the event), at the line
+        of the event where the format has lines; a secret split across events is found on
+        their joined text and reported once, in the event where it starts. The framing
+        (SSE `event:`/`id:` lines) is scanned as text."""
+        issues: list[Issue] = []
+        body = stream.body
+        if isinstance(body, str):
+            framing = list(body)
+            for event in stream.events:
+                framing[event.start:event.end] = " " * (event.end - event.start)
+            residue = "".join(framing)
+            for finding in self.redactor.findings(residue):
+                segment = residue[finding.start:finding.end]
+                if segment and self.dismissed(finding.rule, segment):
+                    continue
+                issues.append(self._issue(Issue(
+                    display, recording.line_for(stream.pointer, finding.start), finding.rule,
+                    pointer=self.masked_pointer(stream.pointer), slot=finding.slot,
+                    preview=finding.preview, detail=f"{stream.kind} framing"), segment))
+        # (place, rule) -> (first event, last event, issue) of a finding that may run on
+        runs: dict[tuple[str, str], tuple[int, int, int]] = {}
+        for finding in self.redactor.stream_findings([e.value for e in stream.events]):
+            _, index_token, *rest = finding.pointer.split("/")
+            index = int(index_token)
+            inner = "".join("/" + token for token in rest)
+            event = stream.events[index]
+            leaf = resolve_pointer(event.value, inner)
+            segment = ""
+            if isinstance(leaf, str):
+                segment = leaf[finding.start:finding.end] if finding.end > finding.start \
+                    else leaf
+            run = runs.get((inner, finding.rule))
+            if run is not None and finding.start == 0 and run[1] == index - 1:
+                # the rest of a secret split across events: one finding, where it starts
+                first, _, at = run
+                issues[at] = dataclasses.replace(
+                    issues[at], detail=f"{stream.kind} events {first}-{index} (split across them)")
+                runs[(inner, finding.rule)] = (first, index, at)
+                continue
+            if isinstance(leaf, str) and self.dismissed(finding.rule, segment, leaf):
+                continue
+            rule, slot = finding.rule, finding.slot
+            name = _last_name(inner)
+            if rule == "sensitive-key":
+                if name.lower() in COOKIE_HEADERS:
+                    rule = "cookie"
+                slot = slot or name
+            if event.start >= 0:
+                offset = event.start
+                if segment and isinstance(body, str):
+                    at = body.find(json.dumps(segment)[1:-1], event.start, event.end)
+                    offset = at if at >= 0 else event.start
+                line = recording.line_for(stream.pointer, offset)
+            else:
+                line = _binary_line(recording, stream.pointer, event.at)
+            runs[(inner, finding.rule)] = (index, index, len(issues))
+            issues.append(self._issue(Issue(
+                display, line, rule, pointer=self.masked_pointer(
+                    f"{stream.pointer}/{index}{inner}"),
+                slot=slot, preview=finding.preview, detail=f"{stream.kind} event {index}"),
+                segment or json.dumps(leaf, sort_keys=True, default=str)))
         return issues
 
     def header_issues(self, recording: Recording, display: str,

@@ -30,6 +30,7 @@ import base64
 import binascii
 import json
 import re
+import struct
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from ._cassettes import (
     read_message,
 )
 from ._errors import FixtureFormatError
+from ._eventstream import FrameDecoder, FrameError, encode_frame
 from ._limits import MAX_NESTING
 from ._redact import nesting_exceeds
 
@@ -62,11 +64,18 @@ else:  # pragma: no cover - version dependent
 
 __all__ = [
     "RECORDING_FORMATS",
+    "STREAM_HINTS",
+    "BodyStream",
     "Exchange",
+    "StreamEvent",
+    "body_streams",
     "exchanges",
     "header_sites",
     "read_recording",
+    "read_stream",
     "split_events",
+    "stream_kind",
+    "write_stream",
 ]
 
 #: Formats whose interactions (requests and responses) are read.
@@ -445,24 +454,10 @@ class Exchange:
 
 
 def split_events(body: JSONValue, content_type: str = "") -> list[JSONValue]:
-    """The events of a streamed body: SSE `data:` payloads or NDJSON lines (JSON parsed);
-    empty for a body that is not a stream."""
-    if not isinstance(body, str):
-        return []
-    ctype = content_type.lower()
-    events: list[JSONValue] = []
-    if "event-stream" in ctype or body.lstrip().startswith(("data:", "event:")):
-        for block in body.replace("\r\n", "\n").split("\n\n"):
-            data = [line[5:].lstrip() for line in block.split("\n") if line.startswith("data:")]
-            if data:
-                payload = "\n".join(data)
-                events.append(maybe_json(payload) if payload != "[DONE]" else payload)
-        return events
-    if "ndjson" in ctype or "jsonl" in ctype or "json-seq" in ctype:
-        for line in body.splitlines():
-            if line.strip():
-                events.append(maybe_json(line))
-    return events
+    """The events of a streamed body: SSE `data:` payloads, NDJSON lines or event-stream
+    frame payloads (JSON parsed); empty for a body that is not a stream."""
+    stream = read_stream(body, content_type)
+    return [event.value for event in stream.events] if stream is not None else []
 
 
 def exchanges(recording: Recording) -> Iterator[Exchange]:
@@ -555,3 +550,183 @@ def header_sites(recording: Recording) -> Iterator[tuple[str, str, str]]:
                         yield name, value, message.header_pointer(name, index)
         return
     yield from _generic_sites(recording.document)
+
+
+# --------------------------------------------------------------------------- streams
+
+#: Content types of streamed bodies, by the kind of stream they hold.
+_STREAM_TYPES = (("event-stream", "sse"), ("amazon.eventstream", "eventstream"),
+                 ("ndjson", "ndjson"), ("jsonl", "ndjson"), ("json-seq", "ndjson"))
+_SSE_DATA = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)(?=\r?$)")
+# A body shaped like SSE without a content type saying so.
+_SSE_SHAPE = re.compile(r"^(?:data|event|id|retry):|^:", re.ASCII)
+# Markers in a file's text that it may hold a streamed body named by its content type.
+STREAM_HINTS = ("event-stream", "ndjson", "amazon.eventstream", "jsonl", "json-seq")
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One event of a streamed body: its payload (JSON parsed where it is JSON) and where
+    the payload sits in the body's text (`start`/`end`; -1 for a binary frame)."""
+
+    index: int
+    value: JSONValue
+    start: int = -1
+    end: int = -1
+    is_json: bool = False
+    headers: list[Any] = field(default_factory=list)  # event-stream frame headers
+    wrapped: bool = False  # event-stream payload `{"bytes": base64(JSON)}`, opened
+    at: int = -1  # event-stream: the frame's first byte in the body
+
+
+@dataclass(frozen=True)
+class BodyStream:
+    """A streamed body of a recording: its kind, where it is and its events."""
+
+    kind: str  # sse | ndjson | eventstream
+    pointer: str  # the body's JSON pointer in the recording's document
+    body: str | bytes  # the body as read (event-stream: its bytes)
+    events: list[StreamEvent]
+
+
+def stream_kind(body: JSONValue, content_type: str = "") -> str | None:
+    """The kind of stream a body is (`sse`, `ndjson`, `eventstream`), by its content type
+    or, for SSE, its shape; None when it is not a stream."""
+    ctype = content_type.lower()
+    for marker, kind in _STREAM_TYPES:
+        if marker in ctype:
+            return kind if isinstance(body, str) or kind == "eventstream" else None
+    if isinstance(body, str) and _SSE_SHAPE.match(body) and "\ndata:" in "\n" + body:
+        return "sse"
+    return None
+
+
+def _payload(text: str) -> tuple[JSONValue, bool]:
+    if text[:1] in ("{", "["):
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return text, False
+        if isinstance(value, (dict, list)) and not nesting_exceeds(value):
+            return value, True
+    return text, False
+
+
+def _frames(raw: bytes) -> list[StreamEvent] | None:
+    decoder = FrameDecoder()
+    try:
+        frames = decoder.feed(raw)
+        decoder.finish()
+    except (FrameError, IndexError, UnicodeDecodeError, struct.error):
+        return None
+    starts = [0]
+    for _ in frames[:-1]:
+        starts.append(starts[-1] + struct.unpack_from(">I", raw, starts[-1])[0])
+    events: list[StreamEvent] = []
+    for index, (headers, payload) in enumerate(frames):
+        try:
+            text = payload.decode("utf-8")
+        except UnicodeDecodeError:
+            events.append(StreamEvent(index, None, headers=headers, at=starts[index]))
+            continue
+        value, is_json = _payload(text)
+        wrapped = False
+        inner = value.get("bytes") if isinstance(value, dict) else None
+        if is_json and isinstance(value, dict) and isinstance(inner, str) and len(value) <= 2:
+            # invoke_model_with_response_stream: `{"bytes": base64(JSON chunk), "p": …}`
+            try:
+                opened, ok = _payload(base64.b64decode(inner, validate=True).decode("utf-8"))
+            except (binascii.Error, ValueError):
+                opened, ok = None, False
+            if ok:
+                value = {**value, "bytes": opened}
+                wrapped = True
+        events.append(StreamEvent(index, value, is_json=is_json, headers=headers,
+                                  wrapped=wrapped, at=starts[index]))
+    return events
+
+
+def read_stream(body: JSONValue, content_type: str = "", pointer: str = ""
+                ) -> BodyStream | None:
+    """A streamed body split into its events, or None when it is not a stream (or its
+    frames do not decode). An event-stream body may be given as its bytes or as base64."""
+    kind = stream_kind(body, content_type)
+    if kind is None:
+        return None
+    if kind == "eventstream":
+        raw: bytes | None = bytes(body) if isinstance(body, (bytes, bytearray)) else None
+        if isinstance(body, str):
+            try:
+                raw = base64.b64decode("".join(body.split()), validate=True)
+            except (binascii.Error, ValueError):
+                raw = None
+        if raw is None:
+            return None
+        frames = _frames(raw)
+        return None if frames is None else BodyStream(kind, pointer, raw, frames)
+    assert isinstance(body, str)
+    events: list[StreamEvent] = []
+    if kind == "sse":
+        for match in _SSE_DATA.finditer(body):
+            value, is_json = _payload(match.group("payload"))
+            events.append(StreamEvent(len(events), value, match.start("payload"),
+                                      match.end("payload"), is_json))
+    else:
+        at = 0
+        for line in body.splitlines(keepends=True):
+            text = line.rstrip("\r\n")
+            if text.strip():
+                value, is_json = _payload(text.strip())
+                lead = len(text) - len(text.lstrip())
+                events.append(StreamEvent(len(events), value, at + lead,
+                                          at + lead + len(text.strip()), is_json))
+            at += len(line)
+    return BodyStream(kind, pointer, body, events) if events else None
+
+
+def body_streams(recording: Recording) -> Iterator[BodyStream]:
+    """The streamed response bodies of a recording's interactions, in file order."""
+    for call in recording.interactions:
+        response = call.response
+        if response is None or response.body_pointer is None:
+            continue
+        ctype = next(iter(response.header("content-type")), "")
+        stream = read_stream(response.body, ctype, response.body_pointer)
+        if stream is not None:
+            yield stream
+
+
+def write_stream(stream: BodyStream, values: list[JSONValue]) -> str | bytes:
+    """The body of `stream` with its events' payloads replaced by `values` (one per event,
+    in order), the framing kept: SSE lines and NDJSON lines in place, event-stream frames
+    encoded again with their headers (lengths and CRCs recomputed). Events whose value
+    did not change keep their bytes."""
+    changed = [(event, new) for event, new in zip(stream.events, values, strict=True)
+               if new != event.value]
+    if not changed:
+        return stream.body
+    if stream.kind == "eventstream":
+        assert isinstance(stream.body, bytes)
+        replaced = {event.index: new for event, new in changed}
+        out = bytearray()
+        decoder = FrameDecoder()
+        for event, (headers, payload) in zip(stream.events, decoder.feed(stream.body),
+                                             strict=True):
+            if event.index in replaced:
+                new = replaced[event.index]
+                if event.wrapped and isinstance(new, dict) and not isinstance(new.get("bytes"),
+                                                                                  str):
+                    packed = json.dumps(new["bytes"], ensure_ascii=False,
+                                        separators=(",", ":")).encode("utf-8")
+                    new = {**new, "bytes": base64.b64encode(packed).decode("ascii")}
+                payload = (json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+                           if event.is_json else str(new)).encode("utf-8")
+            out += encode_frame(headers, payload)
+        return bytes(out)
+    assert isinstance(stream.body, str)
+    text: str = stream.body
+    for event, new in reversed(changed):
+        line = (json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+                if event.is_json else str(new))
+        text = text[:event.start] + line + text[event.end:]
+    return text

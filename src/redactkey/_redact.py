@@ -505,6 +505,20 @@ class Redactor:
             previous, out = out, self._stream_once(out)
         return out
 
+    def stream_findings(self, chunks: Sequence[Any]) -> list[Finding]:
+        """What `redact_stream(chunks)` would take out, by `/<chunk index><pointer>`: each
+        chunk's own findings and the secrets split across consecutive chunks (a split one
+        is reported in every chunk it runs through, from where it starts)."""
+        found: list[Finding] = []
+        # each chunk is read as it is after the split secrets were taken out (as
+        # `redact_stream` does): the start of a split key alone is no finding of its own
+        values = self._stream_pass(list(chunks), "", found)
+        for index, chunk in enumerate(values):
+            self._value(chunk, pointer_join("", index), found, 0)
+        return sorted(
+            set(found), key=lambda f: (f.pointer, f.start, f.end, f.rule, f.slot or "", f.preview)
+        )
+
     def _stream_once(self, chunks: list[Any]) -> list[Any]:
         textual = all(isinstance(c, (str, bytes)) for c in chunks)
         if chunks and textual and any(_looks_sse(_as_text(c)) for c in chunks):

@@ -11,6 +11,8 @@ safe dumper (binary bodies stay `!!binary`, gzip bodies are recompressed).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import gzip
 import json
@@ -23,7 +25,7 @@ from typing import Any
 import yaml
 
 from ._canonical import pointer_join
-from ._cassettes import load_yaml_raw
+from ._cassettes import Recording, load_yaml_raw
 from ._check import Checker, Target, Unreadable, begin
 from ._classify import inner_suffix
 from ._errors import FixtureFormatError
@@ -31,6 +33,7 @@ from ._findings import InputProblem, Issue, Report, counted
 from ._format import Fixture, dump_document, parse_cassette, parse_fixture
 from ._keys import key_from_material
 from ._limits import OverCap, bounded_gunzip
+from ._readers import STREAM_HINTS, BodyStream, body_streams, write_stream
 from ._store import FixtureDir, atomic_write, kind_for_file_name
 
 _REDACTED_NOTE = "rewritten with the findings redacted"
@@ -204,30 +207,177 @@ def _nock_decoded(raw: Any, decoded: Any) -> Any:
     return raw
 
 
+_MISSING = object()
+
+
+def _at(document: Any, pointer: str, value: Any = _MISSING) -> Any:
+    """The value at `pointer` of a raw document (`_MISSING` if none); with `value`, put it
+    there and return what was there."""
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    if not tokens:
+        return _MISSING
+    node = document
+    for token in tokens:
+        parent = node
+        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            key: Any = int(token)
+        elif isinstance(node, dict) and token in node:
+            key = token
+        else:
+            return _MISSING
+        node = node[key]
+    if value is not _MISSING:
+        parent[key] = value
+    return node
+
+
+def _encode_like(raw: Any, plain: str | None, new: str | bytes) -> Any:
+    """`new` encoded the way the body `raw` was (its decoded text being `plain`): bytes stay
+    bytes, gzip'd bytes are gzip'd again, base64 text (of maybe-gzip'd bytes) is base64
+    again, plain text stays text."""
+    data = new.encode("utf-8") if isinstance(new, str) else new
+    if isinstance(raw, (bytes, bytearray)):
+        return gzip.compress(data, mtime=0) if raw[:2] == b"\x1f\x8b" else data
+    if isinstance(raw, str) and (raw != plain or isinstance(new, bytes)):
+        try:
+            inner = base64.b64decode("".join(raw.split()), validate=True)
+        except (binascii.Error, ValueError):
+            inner = b""
+        if inner[:2] == b"\x1f\x8b":
+            data = gzip.compress(data, mtime=0)
+        if inner or isinstance(new, bytes):
+            return base64.b64encode(data).decode("ascii")
+    return new
+
+
+def _streams(recording: Recording | None) -> list[BodyStream]:
+    if recording is None or not recording.interactions:
+        return []
+    text = recording.text
+    if "data:" not in text and not any(hint in text for hint in STREAM_HINTS):
+        return []
+    return list(body_streams(recording))
+
+
+def _hold_bodies(document: Any, recording: Recording | None, streams: list[BodyStream],
+                 checker: Checker) -> dict[str, Any]:
+    """Take out of a raw document the bodies the general pass cannot rewrite as they are,
+    redacted here, each written back the way it was (`_put_bodies`, after that pass):
+
+    - streamed bodies, event by event (the general pass would rewrite their frames as
+      text), keeping the stream's framing;
+    - bodies held as base64 text (HAR `encoding: base64`, `base64_string`), gzip'd or not:
+      decoded, redacted and encoded again the same way.
+    """
+    out: dict[str, Any] = {}
+    for stream in streams:
+        raw = _at(document, stream.pointer)
+        if raw is _MISSING:
+            continue
+        values = checker.redactor.redact_stream([event.value for event in stream.events])
+        body = write_stream(stream, values)
+        plain = stream.body if isinstance(stream.body, str) else None
+        out[stream.pointer] = raw if body is stream.body else _encode_like(raw, plain, body)
+    for call in recording.interactions if recording is not None else []:
+        for message in (call.request, call.response):
+            pointer = message.body_pointer if message is not None else None
+            if message is None or pointer is None or pointer in out:
+                continue
+            raw = _at(document, pointer)
+            if not isinstance(raw, str) or raw == message.body:
+                continue
+            text = _base64_text(raw)
+            if text is None:
+                continue
+            new = checker.redactor.redact_text(text)
+            out[pointer] = raw if new == text else _encode_like(raw, None, new)
+    for pointer in out:
+        _at(document, pointer, None)
+    return out
+
+
+def _base64_text(raw: str) -> str | None:
+    """The text a base64 body holds (gunzipped within the shared cap), or None."""
+    try:
+        data = base64.b64decode("".join(raw.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = bounded_gunzip(data)
+        except OverCap:
+            return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _put_bodies(document: Any, held: dict[str, Any]) -> None:
+    for pointer, value in held.items():
+        _at(document, pointer, value)
+
+
+def _scrub_toml(text: str, checker: Checker, by_name: list[str]) -> bytes:
+    """A TOML recording with its findings redacted, edited in place with tomlkit: the
+    file's layout, comments and order stay; only the strings that change are written."""
+    import tomlkit
+
+    document = tomlkit.parse(text)
+    plain = json.loads(json.dumps(document.unwrap(), default=str))  # dates as text
+    redacted = checker.redactor.redact(plain)
+    for pointer in by_name:
+        _put(redacted, pointer, checker.config.placeholder)
+    _merge_strings(document, plain, redacted)
+    return tomlkit.dumps(document).encode("utf-8")
+
+
+def _merge_strings(node: Any, before: Any, after: Any) -> None:
+    """Write into the tomlkit `node` every string of `after` that differs from `before`."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        keys: list[Any] = list(before)
+    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        keys = list(range(len(before)))
+    else:
+        return
+    for key in keys:
+        old, new = before[key], after[key] if not isinstance(after, dict) else after.get(key)
+        if isinstance(old, str):
+            if isinstance(new, str) and new != old:
+                node[key] = new
+        else:
+            _merge_strings(node[key], old, new)
+
+
 def _plan_third_party(target: Target, text: str, checker: Checker,
-                      issues: list[Issue], *, decoded: Any = None) -> Change | None:
+                      issues: list[Issue], *, decoded: Any = None,
+                      recording: Recording | None = None) -> Change | None:
     if not issues:
         return None
+    streams = _streams(recording)
     redactor = checker.redactor
     placeholder = checker.config.placeholder
     suffix = inner_suffix(target.path)
-    if suffix == ".toml":
-        return Change(target, issues, b"", target.path,
-                      conflict="a TOML recording is not rewritten: edit the file by hand")
     by_name = [issue.pointer for issue in issues if issue.rule in _BY_NAME and issue.pointer]
-    if suffix in (".json", ".har") or text.lstrip()[:1] in ("{", "["):
+    if suffix == ".toml":
+        data = _scrub_toml(text, checker, by_name)
+    elif suffix in (".json", ".har") or text.lstrip()[:1] in ("{", "["):
         document = json.loads(text)
         for pointer in by_name:  # before any reshaping: the pointers are the file's
             _put(document, pointer, placeholder)
         if decoded is not None:
             document = _nock_decoded(document, decoded)
+        held = _hold_bodies(document, recording, streams, checker)
         redacted = redactor.redact(document)
+        _put_bodies(redacted, held)
         data = (json.dumps(redacted, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     else:
         raw = load_yaml_raw(target.display, text)
         gzipped: dict[str, bytes] = {}
         plain = _gzip_pointers(raw, "", gzipped)
+        held = _hold_bodies(plain, recording, streams, checker)
         redacted = redactor.redact(plain)
+        _put_bodies(redacted, held)
         for pointer in by_name:
             _put(redacted, pointer, placeholder)
         for pointer in gzipped:
@@ -268,7 +418,8 @@ def _plan_parts(target: Target, checker: Checker) -> tuple[Change | None, str, l
     if cassette.format == "store":
         return _plan_store(target, raw, checker, secret_issues), cassette.format, issues
     return (_plan_third_party(target, cassette.text, checker, secret_issues,
-                              decoded=cassette.document if cassette.format == "nock" else None),
+                              decoded=cassette.document if cassette.format == "nock" else None,
+                              recording=cassette),
             cassette.format, issues)
 
 
