@@ -133,6 +133,10 @@ class TestAuditCorpus:
             # organisation id in a captured response is a warning wherever it sits
             ("anthropic_messages.json", "identifying-header"),
             ("openai_responses.json", "identifying-header"),
+            # a `{request, response}` file is read as one HTTP call (`http-exchange`): the
+            # UUIDs its request sends (`metadata.user_id`, `session_id`) are volatile
+            ("anthropic_messages.json", "volatile-request-field"),
+            ("openai_chat_completion.json", "volatile-request-field"),
             ("@model.chat.74a7b533c97e5c14f6d18a660ca8111072606b55c736a958124ea641c0689254.json",
              "anthropic-api-key"),
             ("weather.87d34c97ba6e1964e4faab90a6a11eafb98fcf95c01c96e66ffb5290ce66b8d3.json",

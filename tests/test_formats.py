@@ -209,18 +209,19 @@ class TestJobs:
     """`--jobs N` gives the same report, in the same order, as one process."""
 
     def test_same_report(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        """70 files (enough for worker processes): byte-identical JSON for -j 1 and -j 2."""
+        """70 files (enough for worker processes): byte-identical JSON for -j 1 and -j 2,
+        in audit, check and scrub (a dry run, whose JSON lists what it would scrub)."""
         for index in range(70):
             name = sorted(LEAKY)[index % len(LEAKY)]
             shutil.copy(DATA / name, tmp_path / f"{index:02d}-{name}")
-        outputs = []
-        for command in ("audit", "check"):
+        for command in ("audit", "check", "scrub"):
+            outputs = []
             for jobs in ("1", "2"):
                 code = main([command, "-j", jobs, "--format", "json", str(tmp_path)])
                 assert code == 1
                 outputs.append(capsys.readouterr().out)
-        assert outputs[0] == outputs[1]
-        assert outputs[2] == outputs[3]
+            assert outputs[0] == outputs[1]
+            assert len(json.loads(outputs[0])["files"]) == 70
 
 
 class TestVocabulary:
@@ -330,7 +331,7 @@ class TestScrubEncodings:
         before = (DATA / target.name).read_text(encoding="utf-8").splitlines()
         after = target.read_text(encoding="utf-8").splitlines()
         assert len(after) == len(before)
-        changed = [(n, line) for n, (old, line) in enumerate(zip(before, after), 1)
+        changed = [(n, line) for n, (old, line) in enumerate(zip(before, after, strict=True), 1)
                    if old != line]
         assert changed == [(13, 'authorization = ["[REDACTED]"]'),
                            (21, 'openai-organization = ["[REDACTED]"]')]
@@ -349,3 +350,37 @@ class TestScrubEncodings:
         body = json.loads(gzip.decompress(base64.b64decode(content["text"])))
         assert body == {"data": [{"url": "https://example.com/img.png"}],
                         "debug": {"api_key": "[REDACTED]", "echo": "[REDACTED]"}}
+
+
+class TestNames:
+    """A format is named for what marks it, not for the first format of its shape."""
+
+    def test_plain_request_response_json_is_an_http_exchange(
+            self, capsys: pytest.CaptureFixture[str]) -> None:
+        """corpus/benign's `{request, response}` files carry no dd test-agent marker;
+        dd-trace's shape (`status: {code, message}`, string bodies) keeps its name."""
+        benign = ROOT / "corpus" / "benign" / "openai_chat_completion.json"
+        _, data = run_json(capsys, "audit", str(benign), str(DATA / "dd-clean.json"))
+        assert sorted(files(data)) == [("dd-clean.json", "dd-test-agent"),
+                                       ("openai_chat_completion.json", "http-exchange")]
+        (call,) = list(exchanges(read_recording(benign, benign.read_text(encoding="utf-8"))))
+        assert (call.method, call.status) == ("POST", 200)
+        assert isinstance(call.request_body, dict)
+        assert "messages" in call.request_body
+
+
+class TestProgressBar:
+    """A terminal gets a progress bar for a tree of a few hundred files; a pipe does not."""
+
+    def test_bar_on_a_forced_terminal(self, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+        """250 files with `--color` (a terminal forced): the bar is drawn on stderr and
+        counts every file; without it (stderr is not a terminal here) nothing is drawn."""
+        for index in range(250):
+            (tmp_path / f"{index:03d}.txt").write_text("nothing to see\n", encoding="utf-8")
+        assert main(["check", "-j", "1", "--color", str(tmp_path)]) == 0
+        err = capsys.readouterr().err
+        assert "scanning" in err
+        assert "250/250" in err
+        assert main(["check", "-j", "1", str(tmp_path)]) == 0
+        assert "scanning" not in capsys.readouterr().err

@@ -139,3 +139,31 @@ def test_json_output_lists_files_and_skipped(shared_dir: Path,
     assert len(data["files"]) == 119  # 117 recordings, MANIFEST.tsv and README.md
     assert all(set(entry) == {"path", "format"} for entry in data["files"])
     assert all(set(entry) == {"path", "reason"} for entry in data["skipped"])
+
+
+def test_scrub_write_leaves_only_what_scrub_cannot_fix(
+        shared_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`scrub --write -j 2 --format json` over copies of both corpora and the hand-made
+    fixtures: the same files as the audit (the JSON report's `files`/`skipped` shape),
+    then the audit reports no error or warning of a rule scrub handles (what remains is
+    duplicate interactions and volatile request fields: the request, not a value)."""
+    import shutil
+
+    from conftest import ROOT
+
+    for name in ("realworld", "realworld2"):
+        shutil.copytree(shared_dir / name, tmp_path / name)
+    shutil.copytree(ROOT / "tests" / "data" / "formats", tmp_path / "formats")
+    for path in tmp_path.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    code = main(["scrub", "--write", "-j", "2", "--format", "json", str(tmp_path)])
+    scrubbed = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert scrubbed["errors"] == []
+    assert scrubbed["findings"] == []
+    main(["audit", "--format", "json", str(tmp_path)])
+    audited = json.loads(capsys.readouterr().out)
+    assert scrubbed["files"] == audited["files"]
+    assert scrubbed["skipped"] == audited["skipped"]
+    left = {f["rule"] for f in audited["findings"] if f["severity"] != "note"}
+    assert left == {"duplicate-interaction", "volatile-request-field"}

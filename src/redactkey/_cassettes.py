@@ -629,7 +629,7 @@ def read_message(raw: Mapping[str, Any], pointer: str) -> tuple[Message, dict[st
     for key, value in raw.items():
         if key == "headers":
             doc[key] = decode_tree(value)
-        elif key == "parsed_body":
+        elif key in ("parsed_body", "json"):  # a body recorded already parsed
             doc[key] = decode_tree(value)
             body, body_pointer = doc[key], pointer_join(pointer, key)
         elif key == "body":

@@ -300,8 +300,15 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
 @_CONFIG
 @_COLOR
 @_STRICT
+@_JOBS
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="Output format: json is the audit's report (files, skipped, findings: "
+                   "what would be or remains scrubbed); the lines of the text report go "
+                   "to stderr.")
 def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
-          config_path: Path | None, color: bool | None, strict: bool) -> int:
+          config_path: Path | None, color: bool | None, strict: bool, jobs: int | None,
+          fmt: str) -> int:
     """Redact fixtures and cassettes under PATHS in place (a dry run unless --write).
 
     Our fixtures are re-keyed and renamed when their key changes. Dry run: exit 1
@@ -314,8 +321,16 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
 
     # scrub rewrites what the audit reports as an error or a warning, in the same words
     _config, checker = _setup(config_path, secret_env, strict=strict)
+    as_json = fmt == "json"
+
+    def echo(line: str) -> None:
+        click.echo(line, err=as_json)
+
     with progress_bar(color) as advance:
-        report = plan_paths(paths, checker, write=write, echo=click.echo, progress=advance)
+        report = plan_paths(paths, checker, write=write, echo=echo, progress=advance,
+                            jobs=jobs if jobs is not None else default_jobs())
+    if as_json:
+        return _emit(report, "json", None, color)
     for problem in report.problems:
         prefix = "" if problem.problem.startswith("cannot ") else "cannot read: "
         click.echo(f"{problem.path}: {prefix}{problem.problem}")

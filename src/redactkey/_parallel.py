@@ -1,17 +1,27 @@
 """Files read in parallel (`-j/--jobs`) with the same output, in the same order.
 
-Each worker process builds its own checker from a picklable recipe (run secrets
-are never pickled: a worker reads them from its own environment, which it
-inherits). `run_files` yields one `Outcome` per file in the order of the walk,
-whatever order the workers finish in, so a report does not depend on `--jobs`.
-Small runs (a pre-commit hook's handful of files) stay in the calling process:
-starting workers costs more than it saves.
+Worker processes get the work of the calling process one of two ways:
+
+- **fork** (Linux, and wherever `fork` is a start method), when the calling process
+  runs one thread: the workers are copies of it, the checker and its detectors
+  already built, nothing imported again and nothing pickled but the files' outcomes;
+- otherwise (**spawn**, or a process that runs threads, where a fork could inherit a
+  held lock), each worker builds its own checker once, in its initializer, from a
+  picklable recipe (run secrets are never pickled: a worker reads them from its own
+  environment, which it inherits).
+
+Files are handed out in chunks (one task per chunk, not per file), and `run_files`
+yields one `Outcome` per file in the order of the walk, whatever order the workers
+finish in, so a report does not depend on `--jobs`. Small runs (a pre-commit hook's
+handful of files) stay in the calling process: starting workers costs more than it
+saves.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -20,7 +30,7 @@ from typing import Any
 from ._classify import Target
 from ._findings import Issue
 
-__all__ = ["MIN_PARALLEL_FILES", "Outcome", "default_jobs", "run_files"]
+__all__ = ["MIN_PARALLEL_FILES", "Outcome", "default_jobs", "run_files", "start_method"]
 
 # Below this many files the work stays in the calling process.
 MIN_PARALLEL_FILES = 64
@@ -49,8 +59,17 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-# The work function of a worker process, set once by its initializer. It lives only in
-# worker processes (never in the calling one), one per process.
+def start_method() -> str:
+    """How workers start here: `fork` where the platform has it and this process runs a
+    single thread (a fork of a threaded process can inherit a lock held by another
+    thread), else `spawn`."""
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
+# The work function of a worker process: inherited from the calling process (fork) or
+# built once by the initializer (spawn). One per process.
 _WORKER: dict[str, Work] = {}
 
 
@@ -58,8 +77,9 @@ def _start(factory: Callable[[], Work]) -> None:
     _WORKER["work"] = factory()
 
 
-def _one(target: Target) -> Outcome:
-    return _WORKER["work"](target)
+def _chunk(targets: Sequence[Target]) -> list[Outcome]:
+    work = _WORKER["work"]
+    return [work(target) for target in targets]
 
 
 def run_files(
@@ -71,16 +91,28 @@ def run_files(
     progress: Progress | None = None,
 ) -> Iterator[Outcome]:
     """One outcome per target, in the targets' order: with `work` in this process, or in
-    `jobs` worker processes that each build their work with `factory` (picklable)."""
+    `jobs` worker processes (forked with `work`, or spawned, each building its work
+    with `factory`, which must be picklable)."""
     shown: Iterable[Target] = progress(targets) if progress is not None else targets
     if jobs <= 1 or factory is None or len(targets) < MIN_PARALLEL_FILES:
         for target in shown:
             yield work(target)
         return
-    context = multiprocessing.get_context("spawn")  # no fork of a threaded process
-    chunk = max(1, min(64, len(targets) // (jobs * 8)))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start,
-                             initargs=(factory,)) as pool:
-        results = pool.map(_one, targets, chunksize=chunk)
-        for _target, outcome in zip(shown, results, strict=True):
-            yield outcome
+    method = start_method()
+    context = multiprocessing.get_context(method)
+    # a few chunks per worker: the load stays even, and each task carries many files
+    size = max(8, min(256, len(targets) // (jobs * 4)))
+    chunks = [targets[at:at + size] for at in range(0, len(targets), size)]
+    if method == "fork":
+        _WORKER["work"] = work  # the workers are copies of this process
+        options: dict[str, Any] = {}
+    else:
+        options = {"initializer": _start, "initargs": (factory,)}
+    try:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=context,
+                                 **options) as pool:
+            outcomes = (outcome for done in pool.map(_chunk, chunks) for outcome in done)
+            for _target, outcome in zip(shown, outcomes, strict=True):
+                yield outcome
+    finally:
+        _WORKER.pop("work", None)

@@ -11,7 +11,8 @@ Formats read as recordings (with their request/response headers and decoded bodi
 | `cassetter` | `version: 1` with `body: {type, content}` bodies (YAML) or `body_type` (TOML) |
 | `har` | JSON `log.entries` (HAR 1.2: Polly.js, browser exports) |
 | `nock` | a JSON list of `{scope, method, path, …}` (nock.back recordings) |
-| `dd-test-agent` | a JSON object with `request.url` and `response.status` |
+| `dd-test-agent` | only `{request, response}`, with `status: {code, message}` (dd-trace) |
+| `http-exchange` | any other JSON object with `request.url` and `response` |
 | `fixture` / `store` | redactkey's own files |
 
 Anything else that parses is `json`, `yaml` or `toml` (scanned as generic data).
@@ -81,7 +82,7 @@ __all__ = [
 #: Formats whose interactions (requests and responses) are read.
 RECORDING_FORMATS = frozenset({
     "vcrpy", "ruby-vcr", "rvcr-json", "betamax", "go-vcr", "cassetter", "har", "nock",
-    "dd-test-agent", "grpc", "websocket",
+    "dd-test-agent", "http-exchange", "grpc", "websocket",
 })
 
 
@@ -121,10 +122,21 @@ def detect_format(raw: Any, is_json: bool, suffix: str) -> str | None:
     request, response = raw.get("request"), raw.get("response")
     if isinstance(request, dict) and isinstance(response, dict) and "url" in request \
             and "version" not in raw:
-        return "dd-test-agent"
+        return "dd-test-agent" if _dd_test_agent(raw, request, response) else "http-exchange"
     if suffix == ".toml":
         return "toml"
     return None
+
+
+def _dd_test_agent(raw: dict[str, Any], request: dict[str, Any],
+                   response: dict[str, Any]) -> bool:
+    """The dd-trace test agent's shape: only `request` and `response`, a request of
+    `method`/`url`/`headers`/`body`, a response of `headers`/`body` and a vcrpy-like
+    `status: {code, message}`. Any other `{request, response}` is an `http-exchange`."""
+    return (set(raw) == {"request", "response"}
+            and set(request) <= {"method", "url", "headers", "body"}
+            and set(response) <= {"status", "headers", "body"}
+            and isinstance(response.get("status"), dict) and "code" in response["status"])
 
 
 # --------------------------------------------------------------------------- readers
@@ -366,7 +378,7 @@ def _read_nock(raw: list[Any]) -> tuple[Any, list[Interaction]]:
 
 
 def _read_single(raw: dict[str, Any]) -> tuple[Any, list[Interaction]]:
-    """dd test-agent: one `{request, response}` object per file."""
+    """dd test-agent and other `{request, response}` files: one call per file."""
     document: dict[str, Any] = {k: decode_tree(v) for k, v in raw.items()
                                 if k not in ("request", "response")}
     req_msg, req_doc = read_message(raw["request"], "/request")
@@ -422,7 +434,7 @@ def read_recording(path: Path, text: str, *, suffix: str | None = None,
         elif fmt == "vcrpy-split":
             document, calls = _read_vcrpy_split(raw)
             fmt = "vcrpy"
-        elif fmt == "dd-test-agent":
+        elif fmt in ("dd-test-agent", "http-exchange"):
             document, calls = _read_single(raw)
         elif fmt in ("go-vcr", "betamax", "cassetter"):
             list_key = "http_interactions" if fmt == "betamax" else "interactions"

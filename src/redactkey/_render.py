@@ -166,6 +166,7 @@ _FORMAT_NAMES = {
     "unparsable": "unparsable", "har": "HAR files", "nock": "nock recordings",
     "betamax": "Betamax cassettes", "go-vcr": "go-vcr cassettes",
     "cassetter": "cassetter cassettes", "dd-test-agent": "dd test-agent recordings",
+    "http-exchange": "HTTP exchange files",
     "toml": "other TOML", "text": "text files",
 }
 _ORDER = {"error": 0, "warning": 1, "note": 2}

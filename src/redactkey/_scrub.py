@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import gzip
 import json
 import os
@@ -26,19 +27,20 @@ import yaml
 
 from ._canonical import pointer_join
 from ._cassettes import Recording, load_yaml_raw
-from ._check import Checker, Target, Unreadable, begin
+from ._check import Checker, CheckerSpec, Target, Unreadable, begin
 from ._classify import inner_suffix
 from ._errors import FixtureFormatError
 from ._findings import InputProblem, Issue, Report, counted
 from ._format import Fixture, dump_document, parse_cassette, parse_fixture
 from ._keys import key_from_material
 from ._limits import OverCap, bounded_gunzip
+from ._parallel import Outcome, run_files
 from ._readers import STREAM_HINTS, BodyStream, body_streams, write_stream
 from ._store import FixtureDir, atomic_write, kind_for_file_name
 
 _REDACTED_NOTE = "rewritten with the findings redacted"
 
-__all__ = ["Change", "plan_paths", "plan_target", "write_change"]
+__all__ = ["Change", "plan_paths", "plan_target", "scrub_one", "write_change"]
 
 
 @dataclass
@@ -450,6 +452,24 @@ def _one_line(display: str, verb: str, change: Change, remaining: Sequence[Issue
     return f"{display}: {verb}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
+def scrub_one(checker: Checker, target: Target) -> Outcome:
+    """The plan for one file (in this process or a worker): its change (`extra`), the
+    format it was read as and the `unreadable-file` findings of parts not read."""
+    try:
+        change, fmt, unreadable = _plan(target, checker)
+    except Unreadable as exc:
+        return Outcome(target.display, unreadable=exc.problem)
+    except FixtureFormatError as exc:
+        return Outcome(target.display, problem=exc.problem)
+    except OSError as exc:  # changed or removed while being read
+        return Outcome(target.display, problem=f"cannot be read: {exc.strerror or exc}")
+    return Outcome(target.display, fmt, unreadable, extra=change)
+
+
+def _scrub_work(spec: CheckerSpec) -> Callable[[Target], Outcome]:
+    return functools.partial(scrub_one, spec.build())
+
+
 def plan_paths(
     paths: Sequence[str],
     checker: Checker,
@@ -457,35 +477,35 @@ def plan_paths(
     write: bool,
     echo: Callable[[str], None],
     progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
+    jobs: int = 1,
 ) -> Report:
-    """Scrub (or, without `write`, plan scrubbing) every JSON/YAML file under `paths`."""
+    """Scrub (or, without `write`, plan scrubbing) every file under `paths`: the plans are
+    made in `jobs` worker processes, the files written by this one, in the walk's order."""
     report, targets = begin(paths, "scrub" if write else "scrub (dry run)",
                             strict=checker.strict)
-    iterator: Iterable[Target] = progress(targets) if progress is not None else targets
-    for target in iterator:
-        try:
-            change, fmt, unreadable = _plan(target, checker)
-        except Unreadable as exc:
-            report.skip(target.display, exc.problem, finding=True)
+    factory = functools.partial(_scrub_work, checker.spec) if checker.spec is not None \
+        else None
+    for outcome in run_files(targets, functools.partial(scrub_one, checker), jobs=jobs,
+                             factory=factory, progress=progress):
+        if outcome.unreadable is not None:
+            report.skip(outcome.display, outcome.unreadable, finding=True)
             continue
-        except FixtureFormatError as exc:
-            report.problems.append(InputProblem(target.display, exc.problem))
+        if outcome.problem is not None:
+            report.problems.append(InputProblem(outcome.display, outcome.problem))
             continue
-        except OSError as exc:  # changed or removed while being read
-            report.problems.append(InputProblem(target.display,
-                                                f"cannot be read: {exc.strerror or exc}"))
-            continue
-        report.read(target.display, fmt)
-        report.issues.extend(unreadable)
+        report.read(outcome.display, outcome.format or "text")
+        report.issues.extend(outcome.issues)
+        change: Change | None = outcome.extra
         if change is None:
             continue
+        display = outcome.display
         if change.conflict is not None or not write:
             # the findings a dry run would redact, or that stay because nothing is written
             for issue in change.issues:
                 echo(issue.headline())
         if change.conflict is not None:
-            echo(f"{target.display}: not scrubbed: {change.conflict}")
-            report.issues.extend(change.issues or [Issue(target.display, 1, "key-mismatch",
+            echo(f"{display}: not scrubbed: {change.conflict}")
+            report.issues.extend(change.issues or [Issue(display, 1, "key-mismatch",
                                                          detail=change.conflict)])
             continue
         if write:
@@ -493,14 +513,14 @@ def plan_paths(
                 remaining = write_change(change, checker)
             except OSError as exc:
                 report.problems.append(InputProblem(
-                    target.display,
+                    display,
                     f"cannot write: {exc.strerror or exc}; the file was left unchanged, make "
                     "its directory writable and run again"))
                 continue
             report.issues.extend(remaining)
-            echo(_one_line(target.display, "scrubbed", change, remaining))
+            echo(_one_line(display, "scrubbed", change, remaining))
         else:
-            echo(_one_line(target.display, "would scrub", change, []))
-            report.issues.extend(change.issues or [Issue(target.display, 1, "not-canonical",
+            echo(_one_line(display, "would scrub", change, []))
+            report.issues.extend(change.issues or [Issue(display, 1, "not-canonical",
                                                          detail="; ".join(change.notes))])
     return report
