@@ -224,6 +224,33 @@ class TestJobs:
             assert len(json.loads(outputs[0])["files"]) == 70
 
 
+    def test_forked_and_spawned_workers_agree(self, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+        """A fresh `redact audit -j 2` process (one thread: its workers are forked) and
+        spawned workers (each building its checker) give the report of `-j 1`."""
+        import subprocess
+        import sys
+
+        from redactkey import _parallel
+
+        for index in range(70):
+            name = sorted(LEAKY)[index % len(LEAKY)]
+            shutil.copy(DATA / name, tmp_path / f"{index:02d}-{name}")
+        assert main(["audit", "-j", "1", "--format", "json", str(tmp_path)]) == 1
+        serial = capsys.readouterr().out
+        forked = subprocess.run(
+            [sys.executable, "-c", "import sys; from redactkey._cli import main; "
+             "from redactkey._parallel import start_method; "
+             "assert start_method() == 'fork'; sys.exit(main(sys.argv[1:]))",
+             "audit", "-j", "2", "--format", "json", str(tmp_path)],
+            capture_output=True, text=True, check=False)
+        assert (forked.returncode, forked.stdout) == (1, serial)
+        monkeypatch.setattr(_parallel, "start_method", lambda: "spawn")
+        assert main(["audit", "-j", "2", "--format", "json", str(tmp_path)]) == 1
+        assert capsys.readouterr().out == serial
+
+
 class TestVocabulary:
     """One meaning per header name, in every command and format."""
 
