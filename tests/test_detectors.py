@@ -8,7 +8,13 @@ import json
 import pytest
 
 from redactkey import Redactor
-from redactkey._detectors import Detectors, is_known_id, looks_high_entropy, shannon_entropy
+from redactkey._detectors import (
+    Detectors,
+    Literals,
+    is_known_id,
+    looks_high_entropy,
+    shannon_entropy,
+)
 
 A = "A1b2C3d4"  # filler; every vector is assembled at run time
 HEX = "0123456789abcdef"
@@ -238,3 +244,33 @@ class TestDocumentedRules:
             encoding="utf-8")
         missing = sorted({r.name for r in DEFAULT_RULES if f"| `{r.name}` |" not in guide})
         assert missing == []
+
+
+class TestLiterals:
+    """The one-pass literal search behind the keyword prefilter and the known values."""
+
+    def test_every_occurrence_overlapping_included(self) -> None:
+        """Nested and overlapping occurrences are all reported, in order of their ends."""
+        found = Literals(["abc", "bcd", "b"]).find("abcd abc")
+        assert sorted(found) == [(0, 0, 3), (0, 5, 8), (1, 1, 4), (2, 1, 2), (2, 6, 7)]
+
+    def test_offsets_count_characters(self) -> None:
+        """Offsets index the str, also after non-ASCII and non-BMP characters."""
+        text = "é😀 key=é😀-abc"
+        for index, start, end in Literals(["é😀", "abc"]).find(text):
+            assert text[start:end] == ["é😀", "abc"][index]
+
+    def test_lone_surrogates(self) -> None:
+        """Bytes decoded with surrogateescape are searched too, offsets exact."""
+        text = b"\xff\xfeabc \xe9 abc\xff".decode("utf-8", "surrogateescape") + "é abc"
+        found = Literals(["abc", "é"]).find(text)
+        assert [text[start:end] for _, start, end in found] == ["abc", "abc", "é", "abc"]
+        assert [index for index, _, _ in found] == [0, 0, 1, 0]
+
+    def test_detectors_take_hits_of_a_wider_search(self) -> None:
+        """Hits past the keywords (a caller's own literals) change nothing."""
+        detectors = Detectors()
+        token = "gh" + "p_" + "a1B2" * 9
+        text = f"token {token} and more"
+        wider = Literals(detectors.keywords + ("and more",))
+        assert detectors.scan(text, wider.find(text)) == detectors.scan(text)

@@ -1,7 +1,8 @@
 """Pattern detectors for credentials nobody told us about.
 
 Two sources of rules, both run behind one keyword prefilter (an Aho-Corasick scan for
-the literal every rule needs, so a string with no keyword costs one C pass):
+the literal every rule needs, so a string with no keyword costs one pass in compiled
+code, `Literals`):
 
 - detect-secrets' regex plugins, used as plugin *classes*: their compiled `denylist`
   patterns are read once at import. detect-secrets' global settings (`get_settings()`,
@@ -31,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-import ahocorasick
+import ahocorasick_rs
 
 
 @contextmanager
@@ -69,6 +70,7 @@ __all__ = [
     "DEFAULT_RULES",
     "NEAR_MISS_RULES",
     "Detectors",
+    "Literals",
     "Rule",
     "Span",
     "fake",
@@ -831,47 +833,104 @@ def _glued(text: str, start: int, end: int) -> bool:
 _BLOB = re.compile(r"(?:data:[\w/+.\-]+;base64,)?[A-Za-z0-9+/_\-]{256,}={0,2}")
 
 
+class Literals:
+    """Every occurrence of a fixed list of literals in a text, found in one pass of a
+    compiled automaton (ahocorasick_rs' DFA). Thread-safe after init.
+
+    `find(text)` returns `(index, start, end)` for each occurrence, overlapping ones
+    included, as character offsets into `text`, in order of their ends.
+    """
+
+    __slots__ = ("_automaton", "_bytes", "patterns")
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns: tuple[str, ...] = tuple(patterns)
+        if not all(self.patterns):
+            raise ValueError("Literals: an empty literal would match everywhere")
+        self._automaton = (
+            ahocorasick_rs.AhoCorasick(self.patterns, implementation=_DFA)
+            if self.patterns else None
+        )
+        self._bytes: ahocorasick_rs.BytesAhoCorasick | None = None
+
+    def find(self, text: str) -> list[tuple[int, int, int]]:
+        """(literal index, start, end) of every occurrence in `text`."""
+        if self._automaton is None:
+            return []
+        try:
+            return self._automaton.find_matches_as_indexes(text, overlapping=True)
+        except UnicodeEncodeError:
+            return self._find_surrogates(text)
+
+    def _find_surrogates(self, text: str) -> list[tuple[int, int, int]]:
+        """A text with lone surrogates (bytes decoded with surrogateescape) cannot be read as
+        UTF-8: search its surrogatepass bytes and map byte offsets back to characters. UTF-8
+        synchronises, so a literal's bytes only match where its characters do."""
+        automaton = self._bytes
+        if automaton is None:
+            automaton = self._bytes = ahocorasick_rs.BytesAhoCorasick(
+                [p.encode("utf-8", "surrogatepass") for p in self.patterns],
+                implementation=_DFA,
+            )
+        data = text.encode("utf-8", "surrogatepass")
+        hits = automaton.find_matches_as_indexes(data, overlapping=True)
+        chars: dict[int, int] = {}
+        count = last = 0
+        for offset in sorted({o for _, start, end in hits for o in (start, end)}):
+            count += len(data[last:offset].decode("utf-8", "surrogatepass"))
+            chars[offset] = count
+            last = offset
+        return [(index, chars[start], chars[end]) for index, start, end in hits]
+
+
+_DFA = ahocorasick_rs.Implementation.DFA
+
+
 class Detectors:
     """A fixed set of rules behind one keyword automaton. Pure and thread-safe after init.
 
     `hints` are extra literals that only report whether they occur (`scan(...)[1]`), so
-    a caller can gate its own work on the same single pass over the text.
+    a caller can gate its own work on the same single pass over the text. `keywords` are
+    the automaton's literals, in the order `literals` numbers them; a caller that needs
+    more literals searched in the same pass builds `Literals(keywords + its own)` and
+    hands the hits to `scan(text, hits)`.
     """
 
     def __init__(self, rules: Iterable[Rule] = DEFAULT_RULES, *, hints: Iterable[str] = ()) -> None:
         self.rules: tuple[Rule, ...] = tuple(rules)
-        automaton = ahocorasick.Automaton()
         by_keyword: dict[str, list[int]] = {}
         # A rule with no keywords (a user's own pattern) cannot be gated: it runs on every text.
         self._always = frozenset(i for i, rule in enumerate(self.rules) if not rule.keywords)
         for index, rule in enumerate(self.rules):
             for keyword in rule.keywords:
                 by_keyword.setdefault(keyword, []).append(index)
-        hinting = 0
         for hint in hints:
             by_keyword.setdefault(hint, []).append(_HINT)
-            hinting = 1
         self._gated = bool(by_keyword)
-        self._everything = len(self.rules) + hinting
         self._empty = not by_keyword and not self._always
-        for keyword, indexes in sorted(by_keyword.items()):
-            automaton.add_word(keyword, tuple(sorted(set(indexes))))
-        automaton.make_automaton()
-        self._automaton = automaton
+        self.keywords: tuple[str, ...] = tuple(sorted(by_keyword))
+        self._targets: tuple[tuple[int, ...], ...] = tuple(
+            tuple(sorted(set(by_keyword[keyword]))) for keyword in self.keywords
+        )
+        self.literals = Literals(self.keywords)
 
     def spans(self, text: str) -> list[Span]:
         """Every detector match in `text`, minus known id shapes, in text order."""
         return self.scan(text)[0]
 
-    def scan(self, text: str) -> tuple[list[Span], bool]:
+    def scan(
+        self, text: str, hits: list[tuple[int, int, int]] | None = None
+    ) -> tuple[list[Span], bool]:
         """Detector matches in `text` and whether any hint literal occurs in it.
 
+        `hits` are the occurrences of `keywords` in `text` when the caller searched them
+        already (indexes past the keywords are its own literals and are ignored).
         A text with percent escapes is also read decoded (`Bearer%20…`, a PEM block or a
         webhook URL inside a query value); those matches map back onto the escaped text.
         """
         if self._empty or len(text) < 8:
             return [], False
-        spans, hinted = self._scan_once(text)
+        spans, hinted = self._scan_once(text, hits)
         if "%" in text:
             view = _percent_view(text)
             if view is not None:
@@ -888,14 +947,18 @@ class Detectors:
                     spans.sort()
         return spans, hinted
 
-    def _scan_once(self, text: str) -> tuple[list[Span], bool]:
+    def _scan_once(
+        self, text: str, hits: list[tuple[int, int, int]] | None = None
+    ) -> tuple[list[Span], bool]:
         fired: set[int] = set(self._always)
         if self._gated:
-            everything = self._everything
-            for _end, indexes in self._automaton.iter(text):
-                fired.update(indexes)
-                if len(fired) == everything:
-                    break  # every rule and the hint will run: no need to read further
+            if hits is None:
+                hits = self.literals.find(text)
+            targets = self._targets
+            count = len(targets)
+            for index in {hit[0] for hit in hits}:
+                if index < count:
+                    fired.update(targets[index])
         if not fired:
             return [], False
         hinted = _HINT in fired

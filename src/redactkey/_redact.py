@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import ahocorasick
 from pydantic import BaseModel, SecretBytes, SecretStr
 
 from ._canonical import pointer_join
@@ -36,6 +35,7 @@ from ._detectors import (
     DEFAULT_RULES,
     NEAR_MISS_RULES,
     Detectors,
+    Literals,
     Rule,
     Span,
     grows_linearly,
@@ -226,27 +226,37 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 
 
 class _Known:
-    """The known-value automaton for one version of the run secrets."""
+    """What the redactor searches for one version of the run secrets, in one pass: the
+    detectors' keywords, then every variant of every secret, then the mask marks."""
 
-    __slots__ = ("automaton", "patterns", "values", "version")
+    __slots__ = ("first", "literals", "marks", "patterns", "slots", "values", "version")
 
-    def __init__(self, secrets: RunSecrets | None) -> None:
-        self.version = -1 if secrets is None else secrets.version
+    def __init__(self, detectors: Detectors, secrets: RunSecrets) -> None:
+        self.version = secrets.version
         # Values long enough that 8 shown characters are only part of them.
-        self.values: list[tuple[str, str]] = [] if secrets is None else [
+        self.values: list[tuple[str, str]] = [
             (slot, value) for slot, value in secrets.values() if len(value) >= 12
         ]
-        patterns = [] if secrets is None else secrets.patterns()
+        patterns = secrets.patterns()
         self.patterns = tuple(patterns)  # what it was built from: shared only on a match
-        if not patterns:
-            self.automaton: Any = None
-            return
-        automaton = ahocorasick.Automaton()
-        for variant, slot in patterns:
-            automaton.add_word(variant, (len(variant), slot))
-        automaton.make_automaton()
-        self.automaton = automaton
+        self.slots: tuple[str, ...] = tuple(slot for _, slot in patterns)
+        self.first = len(detectors.keywords)
+        # Past `marks`: a mask mark, after which a known value's shown part is looked for.
+        self.marks = self.first + len(patterns)
+        self.literals = (
+            _literals(detectors, tuple(variant for variant, _ in patterns))
+            if patterns else detectors.literals
+        )
 
+
+@functools.lru_cache(maxsize=16)
+def _literals(detectors: Detectors, variants: tuple[str, ...]) -> Literals:
+    """The one automaton of `detectors`' keywords, these secret variants and the mask marks.
+
+    Shared by every redactor over the same secrets (one per test under the pytest plugin,
+    each with a copy of the run's secrets): only a new set of secrets builds another.
+    """
+    return Literals(detectors.keywords + variants + _MASK_MARKS)
 
 
 def _extra_rules(patterns: Mapping[str, str | re.Pattern[str]]) -> tuple[Rule, ...]:
@@ -326,7 +336,7 @@ class Redactor:
             frozenset(self._sensitive_query - self._sensitive),
         )
         self._lock = threading.Lock()
-        self._known = _Known(secrets)
+        self._known: _Known | None = None
         for label in ("X", "OPENAI_API_KEY", "authorization"):
             sample = self._placeholder_for(label)
             if self._raw_spans(sample, query=True):
@@ -352,10 +362,14 @@ class Redactor:
         other._secrets = secrets
         other._lock = threading.Lock()
         known = self._known
-        if (known.version != secrets.version or known.patterns != tuple(secrets.patterns())
-                or known.values != [(slot, value) for slot, value in secrets.values()
-                                    if len(value) >= 12]):
-            known = _Known(secrets)
+        if known is not None and (
+            known.version != secrets.version or known.patterns != tuple(secrets.patterns())
+            or known.values != [(slot, value) for slot, value in secrets.values()
+                                if len(value) >= 12]
+        ):
+            # Built at the first string it scans, from the automaton that every redactor
+            # over the same secrets shares.
+            known = None
         other._known = known
         return other
 
@@ -534,17 +548,18 @@ class Redactor:
 
     # -- the known-value automaton ----------------------------------------------------
 
-    def _automaton(self) -> Any:
+    def _current(self) -> _Known | None:
+        """The literals to search for the run secrets as they are now (None: no secrets)."""
         secrets = self._secrets
         if secrets is None:
             return None
         known = self._known
-        if known.version != secrets.version:
+        if known is None or known.version != secrets.version:
             with self._lock:
-                if self._known.version != secrets.version:
-                    self._known = _Known(secrets)
                 known = self._known
-        return known.automaton
+                if known is None or known.version != secrets.version:
+                    known = self._known = _Known(self._detectors, secrets)
+        return known
 
     # -- placeholders -----------------------------------------------------------------
 
@@ -779,26 +794,35 @@ class Redactor:
         return out if text.endswith("=") or len(body) % 4 == 0 else out.rstrip("=")
 
     def _raw_spans(self, text: str, *, query: bool = False) -> list[Span]:
-        spans: list[Span] = []
-        secrets = self._secrets
-        if secrets is not None:
-            automaton = self._automaton()
-            if automaton is not None:
-                for end, (length, slot) in automaton.iter(text):
-                    spans.append(Span(end + 1 - length, end + 1, "known-value", slot))
-                if _MASK_MARK.search(text):
-                    spans.extend(self._masked_parts(text))
-        found, hinted = self._detectors.scan(text)
-        if found:
-            spans.extend(found)
+        known = self._current()
+        if known is None:
+            found, hinted = self._detectors.scan(text)
+            spans = found
+        else:
+            # One pass finds the detectors' keywords, the known values and the mask marks.
+            hits = known.literals.find(text)
+            spans = []
+            first, marks, slots = known.first, known.marks, known.slots
+            masked = False
+            for index, start, end in hits:
+                if index >= first:
+                    if index < marks:
+                        spans.append(Span(start, end, "known-value", slots[index - first]))
+                    else:
+                        masked = True
+            if masked:
+                spans.extend(self._masked_parts(text, known.values))
+            found, hinted = self._detectors.scan(text, hits)
+            if found:
+                spans.extend(found)
         if hinted:
             spans.extend(self._keyed_spans(text, query=query))
         return spans
 
-    def _masked_parts(self, text: str) -> list[Span]:
+    @staticmethod
+    def _masked_parts(text: str, values: list[tuple[str, str]]) -> list[Span]:
         """The first or last 8+ characters of a known secret shown next to an ellipsis or a
         mask (`sk-…abcd1234`, `****abcd1234`, `sk-proj-abcd…`): a preview is still a part."""
-        values = self._known.values
         out: list[Span] = []
         for match in _MASKED_TAIL.finditer(text):
             shown, start = match.group(1), match.start(1)
@@ -998,7 +1022,8 @@ class Redactor:
 
 
 _MASK = r"(?:…|\.{3,8}|\*{3,64}|•{2,64}|x{4,64}|X{4,64})"
-_MASK_MARK = re.compile(r"…|\.\.\.|\*\*\*|••|xxxx|XXXX")
+# Marks that show a value was cut or masked: only next to one is a shown part looked for.
+_MASK_MARKS = ("…", "...", "***", "••", "xxxx", "XXXX")
 _MASKED_TAIL = re.compile(_MASK + r"([A-Za-z0-9_\-+/=]{8,256})")
 _MASKED_HEAD = re.compile(r"(?<![A-Za-z0-9_\-+/=])([A-Za-z0-9_\-+/=]{8,256}?)" + _MASK)
 _URL_USERINFO = re.compile(r"://[^\s/?#@:\"'<>]{0,256}:([^\s/?#\"'<>]{1,256})@")
