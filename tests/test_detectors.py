@@ -272,5 +272,5 @@ class TestLiterals:
         detectors = Detectors()
         token = "gh" + "p_" + "a1B2" * 9
         text = f"token {token} and more"
-        wider = Literals(detectors.keywords + ("and more",))
+        wider = Literals((*detectors.keywords, "and more"))
         assert detectors.scan(text, wider.find(text)) == detectors.scan(text)
