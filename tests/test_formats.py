@@ -363,6 +363,17 @@ class TestScrubEncodings:
         assert changed == [(13, 'authorization = ["[REDACTED]"]'),
                            (21, 'openai-organization = ["[REDACTED]"]')]
 
+    def test_nock_hex_gzip_body(self, tmp_path: Path) -> None:
+        """nock's hex-encoded gzip response is decoded, redacted and written back as hex
+        gzip, its `content-encoding` header kept (so nock still replays it)."""
+        target = tmp_path / "nock-leaky.json"
+        shutil.copy(DATA / target.name, target)
+        assert main(["scrub", "--write", str(target)]) == 0
+        (call,) = json.loads(target.read_text(encoding="utf-8"))
+        assert call["rawHeaders"][:2] == ["content-encoding", "gzip"]
+        body = json.loads(gzip.decompress(bytes.fromhex("".join(call["response"]))))
+        assert body == {"id": "chatcmpl-2", "api_key": "[REDACTED]"}
+
     def test_har_base64_gzip_body(self, tmp_path: Path) -> None:
         """A HAR `content.text` of base64 gzip'd JSON is decoded, redacted, gzip'd and
         base64'd again; the other members of the body are untouched."""

@@ -6,7 +6,9 @@ then rename). Our fixtures are redacted, re-keyed from their redacted key
 material and renamed when their key changes; a rename onto an existing different
 file is refused (named), never forced. Third-party cassettes are rewritten only
 when they hold a finding: JSON with 2-space indentation, YAML through PyYAML's
-safe dumper (binary bodies stay `!!binary`, gzip bodies are recompressed).
+safe dumper (binary bodies stay `!!binary`, gzip bodies are recompressed), TOML
+edited in place (tomlkit). Every body is written back the way it was stored: base64,
+nock's hex chunks, gzip; a streamed body event by event, its framing kept.
 """
 
 from __future__ import annotations
@@ -187,28 +189,6 @@ def _put(document: Any, pointer: str, value: str) -> None:
         node[last] = value
 
 
-def _nock_decoded(raw: Any, decoded: Any) -> Any:
-    """A nock recording with its hex-gzip responses replaced by what they hold (the secrets
-    in them can then be redacted) and their `content-encoding` header dropped to match."""
-    if not isinstance(raw, list) or not isinstance(decoded, list):
-        return raw
-    for item, plain in zip(raw, decoded, strict=False):
-        if not isinstance(item, dict) or not isinstance(plain, dict):
-            continue
-        if isinstance(item.get("response"), list) and not isinstance(plain.get("response"), list):
-            item["response"] = plain["response"]
-            headers = item.get("rawHeaders")
-            if isinstance(headers, list):
-                pairs = [headers[i:i + 2] for i in range(0, len(headers) - 1, 2)]
-                item["rawHeaders"] = [part for pair in pairs
-                                      if str(pair[0]).lower() != "content-encoding"
-                                      for part in pair]
-            elif isinstance(headers, dict):
-                item["rawHeaders"] = {k: v for k, v in headers.items()
-                                      if str(k).lower() != "content-encoding"}
-    return raw
-
-
 _MISSING = object()
 
 
@@ -238,6 +218,9 @@ def _encode_like(raw: Any, plain: str | None, new: str | bytes) -> Any:
     bytes, gzip'd bytes are gzip'd again, base64 text (of maybe-gzip'd bytes) is base64
     again, plain text stays text."""
     data = new.encode("utf-8") if isinstance(new, str) else new
+    if isinstance(raw, list) and _hex_chunks(raw):  # nock's hex chunks, gzip'd or not
+        inner = bytes.fromhex("".join(raw))
+        return [(gzip.compress(data, mtime=0) if inner[:2] == b"\x1f\x8b" else data).hex()]
     if isinstance(raw, (bytes, bytearray)):
         return gzip.compress(data, mtime=0) if raw[:2] == b"\x1f\x8b" else data
     if isinstance(raw, str) and (raw != plain or isinstance(new, bytes)):
@@ -286,9 +269,12 @@ def _hold_bodies(document: Any, recording: Recording | None, streams: list[BodyS
             if message is None or pointer is None or pointer in out:
                 continue
             raw = _at(document, pointer)
-            if not isinstance(raw, str) or raw == message.body:
+            if recording is not None and recording.format == "nock" and _hex_chunks(raw):
+                text = _hex_text(raw)
+            elif isinstance(raw, str) and raw != message.body:
+                text = _base64_text(raw)
+            else:
                 continue
-            text = _base64_text(raw)
             if text is None:
                 continue
             new = checker.redactor.redact_text(text)
@@ -296,6 +282,31 @@ def _hold_bodies(document: Any, recording: Recording | None, streams: list[BodyS
     for pointer in out:
         _at(document, pointer, None)
     return out
+
+
+def _hex_chunks(raw: Any) -> bool:
+    """Whether a body is nock's list of hex-encoded chunks."""
+    if not isinstance(raw, list) or not raw or not all(isinstance(c, str) for c in raw):
+        return False
+    try:
+        bytes.fromhex("".join(raw))
+    except ValueError:
+        return False
+    return True
+
+
+def _hex_text(raw: list[str]) -> str | None:
+    """The text nock's hex chunks hold (gunzipped within the shared cap), or None."""
+    data = bytes.fromhex("".join(raw))
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = bounded_gunzip(data)
+        except OverCap:
+            return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _base64_text(raw: str) -> str | None:
@@ -352,7 +363,7 @@ def _merge_strings(node: Any, before: Any, after: Any) -> None:
 
 
 def _plan_third_party(target: Target, text: str, checker: Checker,
-                      issues: list[Issue], *, decoded: Any = None,
+                      issues: list[Issue], *,
                       recording: Recording | None = None) -> Change | None:
     if not issues:
         return None
@@ -367,8 +378,6 @@ def _plan_third_party(target: Target, text: str, checker: Checker,
         document = json.loads(text)
         for pointer in by_name:  # before any reshaping: the pointers are the file's
             _put(document, pointer, placeholder)
-        if decoded is not None:
-            document = _nock_decoded(document, decoded)
         held = _hold_bodies(document, recording, streams, checker)
         redacted = redactor.redact(document)
         _put_bodies(redacted, held)
@@ -420,7 +429,6 @@ def _plan_parts(target: Target, checker: Checker) -> tuple[Change | None, str, l
     if cassette.format == "store":
         return _plan_store(target, raw, checker, secret_issues), cassette.format, issues
     return (_plan_third_party(target, cassette.text, checker, secret_issues,
-                              decoded=cassette.document if cassette.format == "nock" else None,
                               recording=cassette),
             cassette.format, issues)
 
