@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import contextlib
 import contextvars
 import datetime as _dt
@@ -202,6 +203,18 @@ class Recording:
     interactions: list[Interaction] = field(default_factory=list)
     text: str = ""  # the file's text as read
     problems: list[str] = field(default_factory=list)  # bodies that could not be decoded
+    # offsets of the text's newlines, built once a file asks for many lines
+    _newlines: list[int] | None = field(default=None, init=False, repr=False, compare=False)
+    _asked: int = field(default=0, init=False, repr=False, compare=False)
+
+    def _line_at(self, offset: int) -> int:
+        """1-based line of a character offset of `text`."""
+        if self._newlines is None:
+            self._asked += 1
+            if self._asked < 8:
+                return self.text.count("\n", 0, offset) + 1
+            self._newlines = [m.start() for m in re.finditer("\n", self.text)]
+        return bisect.bisect_left(self._newlines, offset) + 1
 
     def line_for(self, pointer: str, offset: int | None = None) -> int:
         """Line number in the file for a JSON pointer of `document` (and a text offset)."""
@@ -213,14 +226,14 @@ class Recording:
                                json.dumps(found[1])}:
                     first = self.text.find(needle)
                     if first >= 0 and self.text.find(needle, first + 1) < 0:
-                        return self.text.count("\n", 0, first) + 1
+                        return self._line_at(first)
         value: Any = resolve_pointer(self.document, pointer)
         if type(self.lines) is LineMap and not len(self.lines) and isinstance(value, str):
             # a format read without a line map (TOML): the value's first place in the text
             probe = value[offset:offset + 24] if offset else value[:40]
             at = self.text.find(probe) if len(probe.strip()) >= 4 else -1
             if at >= 0:
-                return self.text.count("\n", 0, at) + 1
+                return self._line_at(at)
         span = self.lines.span_for(pointer)
         if isinstance(value, str) and span is not None:
             # the text of the finding inside its scalar's span in the file: exact even in
@@ -229,7 +242,7 @@ class Recording:
             if len(probe.strip()) >= 4:
                 at = self.text.find(probe, span[0], span[1] + 1)
                 if at >= 0:
-                    return self.text.count("\n", 0, at) + 1
+                    return self._line_at(at)
         return self.lines.line_for(
             pointer, text=value if isinstance(value, str) else None, offset=offset
         )
@@ -775,7 +788,8 @@ def build_recording(path: Path, text: str, raw: Any, lines: LineMap, is_json: bo
     document: JSONValue
     if is_json and not normalise:
         document = raw
-        _probe_encoded_bodies(raw)
+        if "base64_string" in text or "\\u" in text:  # else no such member to probe
+            _probe_encoded_bodies(raw)
     elif fmt in ("vcrpy", "ruby-vcr", "rvcr-json"):
         list_key = "interactions" if fmt == "vcrpy" else "http_interactions"
         items, interactions = http_interactions(raw[list_key], "/" + list_key)

@@ -154,6 +154,10 @@ class Checker:
         self.strict = strict  # `--strict`: files that cannot be read are errors
         self.spec: CheckerSpec | None = None  # how workers rebuild it (`--jobs`)
         self._shown: dict[str, str] = {}  # pointer -> pointer as printed (masked)
+        # header name -> its class (None: not reported by name); names repeat in every file
+        self._header_classes: dict[str, str | None] = {}
+        # (by name, segment, whole) -> dismissed: placeholders repeat in every file
+        self._dismissed: dict[tuple[bool, str, str | None], bool] = {}
         # False: JSON files are scanned as parsed, without building interactions (check)
         self.normalise = normalise
         # True: issues carry a value tag, so a baseline notices a changed value
@@ -208,6 +212,17 @@ class Checker:
     def dismissed(self, rule: str, segment: str, whole: str | None = None) -> bool:
         """Whether a redactor finding is not a leak: a placeholder, or a value too short to
         be a credential under a credential-like name (`secret: str`, `?key=`)."""
+        if len(segment) > 256 or (whole is not None and len(whole) > 256):
+            return self._dismiss(rule, segment, whole)
+        key = (rule in _BY_NAME_RULES, segment, whole)
+        cached = self._dismissed.get(key)
+        if cached is None:
+            cached = self._dismiss(rule, segment, whole)
+            if len(self._dismissed) < 16384:
+                self._dismissed[key] = cached
+        return cached
+
+    def _dismiss(self, rule: str, segment: str, whole: str | None) -> bool:
         placeholder = self.redactor.is_placeholder
         trimmed = segment.strip().lstrip("`('\"").rstrip("`)'\".,;:")
         if looks_redacted(segment, placeholder) or looks_redacted(trimmed, placeholder):
@@ -354,13 +369,19 @@ class Checker:
         (error), a cookie and an identifying header (warnings), a request id (note).
         Values already reported at the same place, and placeholders, are passed over."""
         issues: list[Issue] = []
+        classes = self._header_classes
         for name, value, pointer in header_sites(recording):
-            if pointer in reported:
+            if not value or pointer in reported:
                 continue
-            cls = header_class(name)
-            if cls is None and self.redactor.is_sensitive_key(name):
-                cls = "sensitive-key"
-            if cls is None or not value:
+            try:
+                cls = classes[name]
+            except KeyError:
+                cls = header_class(name)
+                if cls is None and self.redactor.is_sensitive_key(name):
+                    cls = "sensitive-key"
+                if len(classes) < 4096:
+                    classes[name] = cls
+            if cls is None:
                 continue
             if cls in ("sensitive-key", "cookie"):
                 if self.dismissed("sensitive-key", value):
@@ -433,7 +454,8 @@ def build_redactor(
 def _inline(issues: list[Issue], text: str) -> list[Issue]:
     """Issues minus those on a line that carries an inline pragma (`redact: allow`,
     `pragma: allowlist secret`, `gitleaks:allow`)."""
-    if not issues or INLINE_PRAGMA.search(text) is None:
+    # every pragma spells "allow": a file without it needs no regex pass
+    if not issues or "allow" not in text or INLINE_PRAGMA.search(text) is None:
         return issues
     lines = text.splitlines()
     return [i for i in issues

@@ -502,9 +502,12 @@ _COMMON_HEADERS = frozenset({
 
 
 def _is_header_map(value: dict[str, Any], parent: str) -> bool:
-    if "header" in parent.lower() or parent.lower() in ("metadata", "reqheaders"):
+    lowered = parent.lower()
+    if "header" in lowered or lowered in ("metadata", "reqheaders"):
         return True
-    return sum(1 for key in value if str(key).lower() in _COMMON_HEADERS) >= 2
+    if len(value) < 2:
+        return False
+    return sum(map(_COMMON_HEADERS.__contains__, map(str.lower, map(str, value)))) >= 2
 
 
 def _flat_pairs(value: list[Any]) -> bool:
@@ -515,6 +518,8 @@ def _flat_pairs(value: list[Any]) -> bool:
 
 
 def _generic_sites(document: JSONValue) -> Iterator[tuple[str, str, str]]:
+    # Only containers go on the stack, and a pointer is built only for what is kept:
+    # most members of a recording are scalars that hold no header.
     stack: list[tuple[Any, str, str, int]] = [(document, "", "", 0)]
     while stack:
         node, pointer, parent, depth = stack.pop()
@@ -523,16 +528,17 @@ def _generic_sites(document: JSONValue) -> Iterator[tuple[str, str, str]]:
         if isinstance(node, dict):
             header_map_here = _is_header_map(node, parent)
             for key, value in node.items():
-                child = pointer_join(pointer, key)
                 if header_map_here and isinstance(key, str) and _HEADER_NAME.match(key):
                     if isinstance(value, str):
-                        yield key, value, child
+                        yield key, value, pointer_join(pointer, key)
                         continue
                     if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                        child = pointer_join(pointer, key)
                         for index, item in enumerate(value):
                             yield key, item, pointer_join(child, index)
                         continue
-                stack.append((value, child, str(key), depth + 1))
+                if isinstance(value, (dict, list)):
+                    stack.append((value, pointer_join(pointer, key), str(key), depth + 1))
         elif isinstance(node, list):
             headerish = "header" in parent.lower()
             if headerish and _flat_pairs(node):
@@ -540,11 +546,14 @@ def _generic_sites(document: JSONValue) -> Iterator[tuple[str, str, str]]:
                     yield node[index], node[index + 1], pointer_join(pointer, index + 1)
                 continue
             for index, item in enumerate(node):
-                if (isinstance(item, dict) and isinstance(item.get("name"), str)
-                        and isinstance(item.get("value"), str)
-                        and (headerish or item["name"].lower() in _COMMON_HEADERS)):
-                    yield item["name"], item["value"], pointer_join(
-                        pointer_join(pointer, index), "value")
+                if isinstance(item, dict):
+                    name = item.get("name")
+                    if (isinstance(name, str) and isinstance(item.get("value"), str)
+                            and (headerish or name.lower() in _COMMON_HEADERS)):
+                        yield name, item["value"], pointer_join(
+                            pointer_join(pointer, index), "value")
+                        continue
+                elif not isinstance(item, list):
                     continue
                 stack.append((item, pointer_join(pointer, index), parent, depth + 1))
 

@@ -755,7 +755,10 @@ class Redactor:
                 data = json.loads(text)
             except (ValueError, RecursionError):  # nested too deeply to open: scan as text
                 return None
-            if not isinstance(data, (dict, list)) or nesting_exceeds(data):
+            if not isinstance(data, (dict, list)) or (
+                # a text with fewer brackets than the limit cannot nest deeper than it
+                text.count("{") + text.count("[") > MAX_NESTING and nesting_exceeds(data)
+            ):
                 return None
             redacted = self._value(data, pointer, found, depth + 1)
             if redacted == data:

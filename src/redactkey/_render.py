@@ -28,11 +28,34 @@ def render(
 ) -> None:
     """Write the report to `stream` as `text`, `json` or `sarif` (notes listed when verbose)."""
     if fmt == "json":
-        stream.write(json.dumps(to_json(report), indent=2, sort_keys=True) + "\n")
+        stream.write(pretty_json(to_json(report)) + "\n")
     elif fmt == "sarif":
-        stream.write(json.dumps(to_sarif(report), indent=2, sort_keys=True) + "\n")
+        stream.write(pretty_json(to_sarif(report)) + "\n")
     else:
         render_text(report, stream, color=color, verbose=verbose)
+
+
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+
+
+def pretty_json(value: object, level: int = 0) -> str:
+    """`json.dumps(value, indent=2, sort_keys=True)`, byte for byte, with each object or
+    array of scalars written by the C encoder (a report holds thousands of findings)."""
+    inner = "\n" + "  " * (level + 1)
+    if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+        if all(isinstance(v, _SCALAR_TYPES) for v in value.values()):
+            body = json.dumps(value, sort_keys=True, separators=("," + inner, ": "))[1:-1]
+        else:
+            body = ("," + inner).join(f"{json.dumps(k)}: {pretty_json(value[k], level + 1)}"
+                                      for k in sorted(value))
+        return "{" + inner + body + "\n" + "  " * level + "}"
+    if isinstance(value, (list, tuple)) and value:
+        if all(isinstance(v, _SCALAR_TYPES) for v in value):
+            body = json.dumps(value, separators=("," + inner, ": "))[1:-1]
+        else:
+            body = ("," + inner).join(pretty_json(v, level + 1) for v in value)
+        return "[" + inner + body + "\n" + "  " * level + "]"
+    return json.dumps(value, sort_keys=True, indent=2)
 
 
 def to_json(report: Report) -> dict[str, object]:
