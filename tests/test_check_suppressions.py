@@ -105,6 +105,38 @@ class TestInlinePragmas:
         (workdir / "c.yaml").write_text(f"token: {KEY}  # redact: allow\n", encoding="utf-8")
         code, report = check(capsys, "c.yaml")
         assert code == 0, report
+        assert report["allowlisted"] == 1
+
+    @pytest.mark.parametrize("jobs", ["1", "2"])
+    def test_pragma_lines_are_counted_as_allowed(self, workdir: Path,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 jobs: str) -> None:
+        """Each passed-over finding counts as allowed, as a configuration allowlist hit does,
+        in check and audit, in JSON and text, in this process or in workers."""
+        (workdir / "a.py").write_text(f'A = "{KEY}"  # gitleaks:allow\nB = "{OTHER}"\n',
+                                      encoding="utf-8")
+        (workdir / "b.py").write_text(f'C = "{OTHER}"  # pragma: allowlist secret\n',
+                                      encoding="utf-8")
+        (workdir / "c.json").write_text(f'{{\n  "note": "{KEY}"\n}}\n', encoding="utf-8")
+        code, report = check(capsys, "-j", jobs, ".")
+        assert code == 1
+        assert report["allowlisted"] == 2
+        assert sorted((f["path"], f["line"]) for f in report["findings"]) == [
+            ("a.py", 2), ("c.json", 2)]
+        assert main(["audit", "--format", "json", "-j", jobs, "."]) == 1
+        audited = json.loads(capsys.readouterr().out)
+        assert audited["allowlisted"] == 2
+        assert main(["check", "-j", jobs, "a.py", "b.py"]) == 1
+        text = capsys.readouterr().out
+        assert "2 allowlisted" in text, text
+
+    def test_no_pragma_no_allowed(self, workdir: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+        """Without a pragma nothing is counted as allowed."""
+        (workdir / "a.py").write_text(f'A = "{KEY}"  # allow me\n', encoding="utf-8")
+        code, report = check(capsys, "a.py")
+        assert code == 1
+        assert report["allowlisted"] == 0
 
 
 class TestBaseline:

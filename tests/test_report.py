@@ -40,7 +40,10 @@ class TestLooksRedacted:
         ["AUTHORIZATION-XXX", "X-API-KEY-XXX", "OPENAI-ORG-XXX", "<OPENAI_ACCESS_TOKEN>",
          "Bearer <OPENAI_ACCESS_TOKEN>", "<OPENAI_ADMIN_TOKEN>", "<CENSORED>", "scrubbed",
          "ek_scrubbed", "<redacted>", "fake", "Bearer [REDACTED]", "[REDACTED:OPENAI_API_KEY]",
-         "", "user:[REDACTED]"],
+         "", "user:[REDACTED]",
+         # gitleaks' rule tests (fps): fillers behind glued prefixes, a variable's name
+         "AKIA" + "X" * 16, "AIza" + "a" * 35, "sk-ant-api03-" + "0" * 93 + "AA",
+         "ACCESS_TOKEN", "YOUR_API_KEY", "OPENAI_API_KEY"],
     )
     def test_placeholder(self, value: str) -> None:
         """The value is recognised as a placeholder."""
@@ -49,7 +52,12 @@ class TestLooksRedacted:
     @pytest.mark.parametrize(
         "value",
         ["Bearer " + "sk-proj-" + "A1b2" * 12, "org-" + "Qw3r" * 6,
-         "__cf_bm=" + "x7Y" * 10 + "; path=/", "proj_" + "Zx9" * 8],
+         "__cf_bm=" + "x7Y" * 10 + "; path=/", "proj_" + "Zx9" * 8,
+         "AKIA" + "QW3E5R7TYU2IOPAS", "AIza" + "Sy" + "Zk3m9Qp2" * 4 + "x",
+         "sk-ant-api03-" + "Ab3dE5fG7h" * 9 + "xyzAA", "K7_Q2M_X9P4_Z8W1_R5T3",
+         "sk_live_" + "AB12CD34" * 3,
+         # a placeholder beside a letters-only token is not a placeholder
+         "<hfToken>api_org_" + "RdUxFaMnBwPeYcOePzVc" + "GyLvIpHnRh</hfToken>"],
     )
     def test_real_looking_value(self, value: str) -> None:
         """A value with real content is not a placeholder."""

@@ -337,7 +337,8 @@ def audit_one(auditor: Auditor, target: Target) -> Outcome:
         return Outcome(target.display, unreadable=exc.problem)
     except FixtureFormatError as exc:
         return Outcome(target.display, problem=exc.problem)
-    return Outcome(target.display, fmt, issues, extra=(auditor.keys, auditor.fixture_files))
+    return Outcome(target.display, fmt, issues, extra=(auditor.keys, auditor.fixture_files),
+                   allowed=auditor.checker.suppressed)
 
 
 def _audit_work(spec: CheckerSpec, unused: frozenset[Path]) -> Callable[[Target], Outcome]:
@@ -376,6 +377,7 @@ def audit_paths(
             continue
         found.extend(outcome.issues)
         report.read(outcome.display, outcome.format or "text")
+        report.allowed += outcome.allowed  # inline pragmas
         if outcome.format in _AGED_FORMATS and outcome.display in by_display:
             recordings.append(by_display[outcome.display])
         keys, fixture_files = outcome.extra

@@ -162,6 +162,8 @@ class Checker:
         self.normalise = normalise
         # True: issues carry a value tag, so a baseline notices a changed value
         self.tagging = False
+        # findings the last `check_target` passed over for an inline pragma
+        self.suppressed = 0
 
     # -- entry points ---------------------------------------------------------------
 
@@ -171,6 +173,7 @@ class Checker:
         Raises `Unreadable` when the file cannot be read (over a cap, corrupt gzip); a
         JSON or YAML file that does not parse is scanned as text.
         """
+        self.suppressed = 0
         opened = open_target(target)
         text = opened.text
         recording: Recording | None = None
@@ -190,11 +193,16 @@ class Checker:
                                         f"{exc.problem}"))
                     return issues, None
         if recording is not None:
-            issues = _inline(self.scan_cassette(recording, target.display), text)
+            issues = self._inline(self.scan_cassette(recording, target.display), text)
             issues.extend(self.unreadable_issue(target.display, problem)
                           for problem in recording.problems)
             return issues, recording
-        return _inline(self.scan_text(text, target.display), text), None
+        return self._inline(self.scan_text(text, target.display), text), None
+
+    def _inline(self, issues: list[Issue], text: str) -> list[Issue]:
+        kept = _inline(issues, text)
+        self.suppressed += len(issues) - len(kept)
+        return kept
 
     def _issue(self, issue: Issue, value: str) -> Issue:
         """A finding as reported: a near miss is a warning; with a baseline, a value tag."""
@@ -453,7 +461,7 @@ def build_redactor(
 
 def _inline(issues: list[Issue], text: str) -> list[Issue]:
     """Issues minus those on a line that carries an inline pragma (`redact: allow`,
-    `pragma: allowlist secret`, `gitleaks:allow`)."""
+    `pragma: allowlist secret`, `gitleaks:allow`); the commands count those as allowed."""
     # every pragma spells "allow": a file without it needs no regex pass
     if not issues or "allow" not in text or INLINE_PRAGMA.search(text) is None:
         return issues
@@ -526,7 +534,7 @@ def check_one(checker: Checker, target: Target) -> Outcome:
     except FixtureFormatError as exc:
         return Outcome(target.display, problem=exc.problem)
     return Outcome(target.display, recording.format if recording is not None else "text",
-                   issues)
+                   issues, allowed=checker.suppressed)
 
 
 def _check_work(spec: CheckerSpec) -> Callable[[Target], Outcome]:
@@ -555,6 +563,7 @@ def check_paths(
             report.problems.append(InputProblem(outcome.display, outcome.problem))
             continue
         report.read(outcome.display, outcome.format or "text")
+        report.allowed += outcome.allowed  # inline pragmas
         for issue in outcome.issues:
             if checker.allowlisted(issue) or (baseline is not None and issue in baseline):
                 report.allowed += 1

@@ -298,7 +298,12 @@ _OWN_RULES: tuple[Rule, ...] = (
         shape="`AIza` + 35",
         examples=("https://example.googleapis.com/v1?key=AI" + "za"
                   + fake(35, _URLSAFE, seed="g"),),
-        not_examples=("xAIza" + fake(35, seed="glued") + "xyz",),
+        # gitleaks' rule tests (fps): glued into a longer token, a longer run, wrong case
+        not_examples=("xAIza" + fake(35, seed="glued") + "xyz",
+                      "GWw4hjABFzZCGiRpmlDyDdo87Jn9BN9THUA47muVRNunLxsa82tMAdvmrhOqNkRKiYMEAFbTJ"
+                      "AIzaTesb6Tscfcni8vIpWZqNCXFDFslJtVSvFDq",
+                      "AIzaTesb6Tscfcni8vIpWZqNCXFDFslJtVSvFDqabcd123",
+                      "AIZASYCO2CXRMC9ELSKLHLHRMBSWDEVEDZTLO2O"),
     ),
     rule(
         "google-oauth-token",
@@ -323,7 +328,12 @@ _OWN_RULES: tuple[Rule, ...] = (
         shape="`hf_` + 34 letters",
         examples=("huggingface-cli login --token hf" + "_" + fake(34, string.ascii_letters,
                                                                   seed="hf"),),
-        not_examples=("- (id)hf_requiredCharacteristicTypesForDisplayMetadata;",),
+        # gitleaks' rule tests (fps): identifiers that merely contain `hf_`
+        not_examples=("- (id)hf_requiredCharacteristicTypesForDisplayMetadata;",
+                      "_kHMSymptomhf_generatedByHomeAppForDebuggingPurposesKey,",
+                      "&hf_servingcellpriorityparametersdescription_h_prio),",
+                      'div[data-cel-widget="desktop-rhf_SponsoredProductsRemoteRHFSearch'
+                      'EXPSubsK2ClickPagination"]'),
     ),
     rule(
         "huggingface-org-token",
@@ -332,7 +342,10 @@ _OWN_RULES: tuple[Rule, ...] = (
         shape="`api_org_` + 34 letters",
         examples=("use_auth_token='api" + "_org_" + fake(34, string.ascii_letters, seed="hforg")
                   + "'",),
-        not_examples=("const api_org_controller = require('./controllers');",),
+        not_examples=("const api_org_controller = require('./controllers');",
+                      # gitleaks' rule tests (fps)
+                      'public static final String API_ORG_EXIST = "APIOrganizationExist";',
+                      "def _api_org_96726c78_4ae3_402f_b08b_7a78c6903d2a(self, method, url):"),
     ),
     rule(
         "groq-api-key",
@@ -498,7 +511,9 @@ _OWN_RULES: tuple[Rule, ...] = (
         keywords=("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
         shape="`AKIA`/`ASIA`/`ABIA`/`ACCA`/`A3T?` + 16",
         examples=("aws_access_key_id = AK" + "IA" + fake(16, _UPPER, seed="akia"),),
-        not_examples=("AKIA" + fake(16, _UPPER, seed="akia2") + "X",),
+        # gitleaks' rule tests (fps): lower case letters, a longer capital run
+        not_examples=("AKIA" + fake(16, _UPPER, seed="akia2") + "X",
+                      'msgstr "Näytä asiakirjamallikansio."', "TODAYINASIAASACKOFRICEFELLOVER"),
     ),
     rule(
         "jwt",

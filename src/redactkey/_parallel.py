@@ -48,6 +48,7 @@ class Outcome:
     issues: list[Issue] = field(default_factory=list)
     unreadable: str | None = None  # over a cap, corrupt: skipped with a finding
     problem: str | None = None  # cannot be opened at all (exit 2)
+    allowed: int = 0  # findings passed over by an inline pragma (counted as allowed)
     extra: Any = None  # command-specific data for the tree-wide checks
 
 

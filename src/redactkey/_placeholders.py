@@ -70,7 +70,12 @@ DOCUMENTED_EXAMPLES = frozenset(
 )
 # A provider prefix (`ghp_`, `sk-proj-`, `xoxb-`) in front of a body that is no key.
 _PREFIX = re.compile(r"^(?:[A-Za-z0-9]{1,12}[-_.]){1,3}")
+# Prefixes glued to their body with no separator (AWS key ids, Google API keys).
+_GLUED_PREFIX = re.compile(r"^(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9]|AIza)")
 _FILLER = frozenset("xX0*.-_#")
+# The name of a variable where its value should be (`?access_token=ACCESS_TOKEN`,
+# `YOUR_API_KEY`): upper-case words joined by underscores, none of them long or random.
+_VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9]{0,15}(?:_[A-Z0-9]{1,16}){1,6}")
 
 _PLACEHOLDER_SHAPES = re.compile(
     r"""(?x)^(?:
@@ -144,6 +149,8 @@ def _composite(text: str) -> bool:
     for run in _RANDOM_RUN.findall(rest):
         if any(c.isdigit() for c in run) and any(c.isalpha() for c in run):
             return False
+        if len(run) >= 20 and run.isalpha() and 0.3 <= sum(map(str.isupper, run)) / len(run) <= 0.7:
+            return False  # letters only, half of them capitals: random (Hugging Face tokens)
     return True
 
 
@@ -160,6 +167,9 @@ def looks_redacted(value: str, placeholder_check: Callable[[str], bool] | None =
             return True
         if candidate in DOCUMENTED_EXAMPLES or _filler(candidate):
             return True
+        if _VARIABLE_NAME.fullmatch(candidate) and sum(c.isdigit() for c in candidate) * 4 \
+                < len(candidate):
+            return True
     if ":" in bare and not bare.startswith(("http:", "https:")):
         # basic-auth user:password with the password redacted
         _user, _, password = bare.partition(":")
@@ -175,15 +185,21 @@ def looks_redacted(value: str, placeholder_check: Callable[[str], bool] | None =
 
 def _filler(text: str) -> bool:
     """One character repeated, or runs of `x`/`0`, after an optional provider prefix:
-    `ghp_xxxxxxxx…`, `sk-0000…`, `AAAAAAAA`, `sk-proj-XXXX-XXXX`."""
+    `ghp_xxxxxxxx…`, `sk-0000…`, `AAAAAAAA`, `sk-proj-XXXX-XXXX`, `AKIAXXXX…`, `AIzaaaa…`."""
     if len(text) < 4:
         return False
     if len(set(text)) == 1:
         return True
     body = _PREFIX.sub("", text, count=1) if len(text) > 8 else text
+    if body == text:
+        body = _GLUED_PREFIX.sub("", text, count=1)
     if len(body) < 4:
         return False
-    return len(set(body)) == 1 or set(body) <= _FILLER
+    if len(set(body)) == 1 or set(body) <= _FILLER:
+        return True
+    # `sk-ant-api03-000…000AA`: one character makes nearly all of a long body (a random
+    # key of 16 or more characters never looks like this)
+    return len(body) >= 16 and max(body.count(c) for c in set(body)) * 10 >= len(body) * 9
 
 
 def is_placeholder(value: str) -> bool:

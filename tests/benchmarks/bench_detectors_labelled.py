@@ -5,7 +5,10 @@
 Every case of the manifest (`labelled_manifest.json` beside this script: value, rule,
 label, source, licence) is built at run time (a real-looking key is a prefix plus a body
 generated from a seeded RNG, never a real credential; cases marked `made-up` were written
-for this benchmark) and written into four contexts, one file each:
+for this benchmark). A case may put its value inside one of the sample forms gitleaks'
+rule tests use (`template`: `githubToken := "{s}"`, an XML element, a YAML literal
+block, ...) or inside a literal line of a gitleaks rule test (`context`); the case's text
+is then written into four contexts, one file each:
 
 - a JSON chat message (`{"role": "user", "content": "... <value> ..."}`),
 - a YAML response body of a vcrpy cassette,
@@ -66,6 +69,16 @@ def build(case: dict[str, Any], rng: random.Random) -> str:
     return _parts(case["parts"], rng)
 
 
+def embed(case: dict[str, Any], value: str, templates: dict[str, str]) -> str:
+    """The text written into each context: the value alone, or the value inside one of
+    gitleaks' sample forms (`template`: `{i}` the identifier, `{s}` the value) or inside a
+    literal line of a rule test (`context`)."""
+    form = templates[case["template"]] if "template" in case else case.get("context")
+    if form is None:
+        return value
+    return form.replace("{i}", str(case.get("identifier", ""))).replace("{s}", value)
+
+
 def _parts(parts: list[Any], rng: random.Random) -> str:
     out = []
     for part in parts:
@@ -80,6 +93,7 @@ def _parts(parts: list[Any], rng: random.Random) -> str:
 
 
 def write_contexts(root: Path, name: str, value: str) -> dict[str, Path]:
+    """One file per context holding `value` (a key, or a line with a key in it)."""
     paths: dict[str, Path] = {}
     message = {"messages": [{"role": "user", "content": f"Please use {value} for the call."}]}
     paths["json-message"] = root / "json" / f"{name}.json"
@@ -165,9 +179,10 @@ def main() -> int:
     (root / ".redactkey.toml").write_text("", encoding="utf-8")
     try:
         cases = []
+        templates = manifest.get("templates", {})
         for index, case in enumerate(manifest["cases"]):
             value = build(case, rng)
-            paths = write_contexts(root, f"case{index:03d}", value)
+            paths = write_contexts(root, f"case{index:03d}", embed(case, value, templates))
             cases.append((case, value, paths))
         check = run_check(root)
         all_paths = [p for _, _, paths in cases for p in paths.values()]
