@@ -345,3 +345,22 @@ def test_decision_index_lists_every_record() -> None:
     records = {path.name for path in decisions.glob("[0-9][0-9][0-9][0-9]-*.md")}
     assert sorted(records - linked) == [], "add these records to docs/decisions/README.md"
     assert sorted(linked - records) == []
+
+
+@pytest.mark.parametrize("block", blocks(("toml",)), ids=lambda b: b.name)
+def test_toml_block_is_a_valid_configuration(block: Block, tmp_path: Path) -> None:
+    """A configuration example of the docs is one that redactkey accepts."""
+    from redactkey import load_config
+
+    (tmp_path / "pyproject.toml").write_text(block.code, encoding="utf-8")
+    assert load_config(tmp_path).source == str(tmp_path / "pyproject.toml")
+
+
+@pytest.mark.parametrize("block", blocks(("ini",)), ids=lambda b: b.name)
+def test_ini_block_names_only_known_options(block: Block, pytester: pytest.Pytester) -> None:
+    """A pytest ini example of the docs passes `--strict-config` (every option exists)."""
+    pytester.makefile(".ini", pytest=block.code)
+    pytester.makepyfile(test_it="def test_it():\n    pass\n")
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:hypothesispytest",
+                                "--strict-config", "-q")
+    assert result.ret == 0, "\n".join(result.outlines + result.errlines)

@@ -1,6 +1,7 @@
 """Every shell block of README.md and docs/ that names a redactkey command runs.
 
-Each command line of a ```sh / ```bash / ```shell / ```console block that invokes
+Each command line of a ```sh / ```bash / ```shell / ```console block (and each `run:`
+step of a CI workflow shown as ```yaml) that invokes
 `redact ...` (README's `.venv/bin/redact` too) or `pytest` runs in a copy of a small
 temporary project, in the block's order: `redact` through the CLI's entry point, `pytest`
 in-process (pytester) with the plugin. Other lines (installs, `git`) are not run. Each
@@ -35,6 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import ROOT
 from docblocks import SHELL, Block, blocks
@@ -86,7 +88,17 @@ def _commands(block: Block) -> list[tuple[str, int | None]]:
     return found
 
 
-BLOCKS = [block for block in blocks(SHELL) if _commands(block)]
+def _workflow_steps(block: Block) -> Block:
+    """A CI workflow (```yaml with `jobs:`) as the shell lines of its `run:` steps."""
+    document = yaml.safe_load(block.code)
+    runs = [step["run"] for job in (document.get("jobs") or {}).values()
+            for step in job.get("steps", []) if isinstance(step, dict) and "run" in step]
+    return Block(block.path, block.line, block.lang, "\n".join(runs) + "\n", block.options)
+
+
+_WORKFLOWS = [_workflow_steps(block) for block in blocks(("yaml",))
+              if re.search(r"^jobs:", block.code, re.M)]
+BLOCKS = [block for block in [*blocks(SHELL), *_WORKFLOWS] if _commands(block)]
 
 
 def _write_project(root: Path) -> None:
@@ -227,3 +239,14 @@ def test_readme_commands_are_the_ones_run() -> None:
     readme = [block for block in BLOCKS if block.path.name == "README.md"]
     run = [command for block in readme for command, _ in _commands(block)]
     assert ".venv/bin/redact audit --exit-zero corpus/" in run
+
+
+def test_count_of_shell_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every shell block (and workflow) of the docs that names `redact` is among those run."""
+    naming = [block for block in [*blocks(SHELL), *_WORKFLOWS]
+              if re.search(r"(^|[\s/$])redact ", block.code, re.M)]
+    assert {b.name for b in naming} <= {b.name for b in BLOCKS}
+    commands = sum(len(_commands(block)) for block in BLOCKS)
+    with capsys.disabled():
+        print(f"\ndocs: {len(BLOCKS)} shell blocks with {commands} commands to run")
+    assert len(BLOCKS) >= 18

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 from redactkey._cli import main
-from redactkey._findings import rule_for
+from redactkey._findings import RULES, rule_for
 from test_cli_check import leaky_cassette
 
 pytest_plugins = ["pytester"]
@@ -268,6 +268,18 @@ class TestCliPolish:
                  for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                  if any(word != "http" for word in re.findall(r"([a-z]+)\(s\)", line))]
         assert found == []
+
+    def test_fix_texts_name_pages_and_sections_that_exist(self) -> None:
+        """A fix text that names a docs page names an existing one, and the section it
+        quotes is a heading of that page."""
+        named = 0
+        for rule in RULES.values():
+            for page, section in re.findall(r"(docs/[\w/.-]+\.md)(?:, '([^']+)')?", rule.fix):
+                named += 1
+                text = (ROOT / page).read_text(encoding="utf-8")
+                if section:
+                    assert f"## {section}\n" in text, (rule.id, page, section)
+        assert named >= 4
 
     def test_volatile_fix_points_at_the_normalizers_page(self) -> None:
         """The audit's fix text names the page that documents normalizers."""

@@ -62,7 +62,7 @@ RULES: dict[str, FindingRule] = _rules(
     FindingRule("high-entropy", "secret", "error",
          "a random-looking value under a credential-like field name",
          "replace it with a placeholder (`redact scrub --write`); if it is not a secret, "
-         "allowlist it (docs/configuration.md)"),
+         "allowlist it (docs/configuration.md, 'Allowlist')"),
     FindingRule("base64-text", "secret", "error",
          "a base64-encoded text that holds a secret",
          "run `redact scrub --write` on the file, then rotate the credential"),
@@ -77,7 +77,8 @@ RULES: dict[str, FindingRule] = _rules(
          "nothing to do unless it reaches request matching; drop it to cut diff noise"),
     FindingRule("volatile-request-field", "volatile", "warning",
          "a timestamp, UUID or random id in what the request sends",
-         "freeze or normalise it so that re-recording produces the same request"),
+         "freeze it in the test, or normalise it (docs/keys.md, 'Volatile values and "
+         "normalizers'), so that re-recording produces the same request"),
     FindingRule("volatile-key-material", "volatile", "warning",
          "a volatile value in a fixture's key material: the fixture will never hit",
          "add a normalizer for the field (docs/keys.md, 'Volatile values and normalizers') "
@@ -105,7 +106,8 @@ RULES: dict[str, FindingRule] = _rules(
          "delete it if the test that recorded it is gone"),
     FindingRule("expired-fixture", "fixture", "warning",
          "the recording was last changed longer ago than --max-age (by git, else mtime)",
-         "re-record it, or check it still holds with --redactkey-mode=verify"),
+         "re-record it, or check it still holds with --redactkey-mode=verify "
+         "(docs/verify.md, 'Expiry')"),
     FindingRule("unparsable-file", "fixture", "error",
          "the file is not valid JSON / YAML",
          "fix or delete it and re-record"),
@@ -116,7 +118,8 @@ RULES: dict[str, FindingRule] = _rules(
                 "error"),
     FindingRule("oversized-file", "size", "warning",
          "the file is larger than max-fixture-bytes",
-         "trim what the call records (large binary bodies) or raise max-fixture-bytes"),
+         "trim what the call records (large binary bodies) or raise max-fixture-bytes "
+         "(docs/configuration.md)"),
 )
 
 
