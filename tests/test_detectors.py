@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+import random
+import re
+import string
+from typing import Any
 
 import pytest
 
-from redactkey import Redactor
+from redactkey import Redactor, _detectors
 from redactkey._detectors import (
+    DEFAULT_RULES,
     Detectors,
     Literals,
     is_known_id,
@@ -274,3 +279,70 @@ class TestLiterals:
         text = f"token {token} and more"
         wider = Literals((*detectors.keywords, "and more"))
         assert detectors.scan(text, wider.find(text)) == detectors.scan(text)
+
+
+class TestWindows:
+    """In a long text a fired rule reads only the windows around its keywords: the same
+    spans as reading the whole text, whatever surrounds, repeats or glues the keys."""
+
+    def test_every_default_rule_reads_near_its_keywords(self) -> None:
+        """Each rule is proven to hold a keyword in every match, within a bounded reach
+        or at the opening of the match."""
+        detectors = Detectors()
+        rules = zip(detectors.rules, detectors._reach, detectors._lead, strict=True)
+        assert [rule.name for rule, reach, lead in rules if reach is None and lead is None] == []
+        assert _detectors._opening(re.compile(r"ab(?:c|d)\w+"), ("abc",)) is None
+        assert _detectors._opening(re.compile(r"x{2}ab\w+"), ("ab",)) == (frozenset({2}), False)
+        assert _detectors._reach(re.compile(r"(?:ab|cd)+x"), ("ab",)) is None
+        assert _detectors._reach(re.compile(r"[a-z]{2}key=\w{4}"), ("key=",)) is not None
+        assert _detectors._reach(re.compile(r"k(?:ey|ee)=\w{4}"), ("key=",)) is None
+
+    @pytest.mark.parametrize("seed", range(8))
+    def test_same_spans_as_the_whole_text(
+        self, seed: int, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Rule examples and near misses strewn in filler (glued, case-changed, back to
+        back, percent-escaped) give the same spans windowed and whole."""
+        rng = random.Random(seed)
+        samples = [s for rule in DEFAULT_RULES for s in (*rule.examples, *rule.not_examples)]
+        alphabet = string.ascii_letters + string.digits + " -_:=\"'/.%\n"
+        if seed % 2:
+            alphabet += "é😀"
+        parts: list[str] = []
+        for _ in range(60):
+            parts.append("".join(rng.choice(alphabet) for _ in range(rng.choice((0, 3, 40, 300)))))
+            sample = rng.choice(samples)
+            twist = rng.randrange(5)
+            if twist == 1:
+                sample = sample.upper()
+            elif twist == 2:
+                sample = sample[: len(sample) // 2]
+            elif twist == 3:
+                sample = sample + sample
+            elif twist == 4:
+                sample = "aws_secret_access_key = '" + sample[:40].ljust(40, "A") + "'"
+            parts.append(sample)
+        text = "".join(parts)
+        detectors = Detectors()
+        assert len(text) >= _detectors.WINDOWED_FROM
+        used: list[bool] = []
+        windows = _detectors._windows
+
+        def counted(*args: Any) -> list[tuple[int, int]] | None:
+            found = windows(*args)
+            used.append(found is not None)
+            return found
+
+        led = _detectors._led
+
+        def counted_led(*args: Any) -> list[re.Match[str]] | None:
+            found = led(*args)
+            used.append(found is not None)
+            return found
+
+        monkeypatch.setattr(_detectors, "_windows", counted)
+        monkeypatch.setattr(_detectors, "_led", counted_led)
+        windowed = detectors.scan(text)
+        assert any(used)
+        monkeypatch.setattr(_detectors, "WINDOWED_FROM", len(text) + 1)
+        assert detectors.scan(text) == windowed

@@ -21,6 +21,7 @@ import binascii
 import bisect
 import functools
 import hashlib
+import importlib
 import logging
 import math
 import re
@@ -30,7 +31,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import ahocorasick_rs
 
@@ -77,6 +78,7 @@ __all__ = [
     "grows_linearly",
     "is_known_id",
     "looks_high_entropy",
+    "matches_near",
     "shannon_entropy",
 ]
 
@@ -848,6 +850,309 @@ def _glued(text: str, start: int, end: int) -> bool:
 _BLOB = re.compile(r"(?:data:[\w/+.\-]+;base64,)?[A-Za-z0-9+/_\-]{256,}={0,2}")
 
 
+# --- rules run near their keywords -------------------------------------------------------
+
+# The regular-expression parser of the running Python (`sre_parse` before 3.11): it tells
+# how long a match can be and which literals every match holds.
+try:
+    _sre_parse: Any = importlib.import_module("re._parser")
+    _sre: Any = importlib.import_module("re._constants")
+except ImportError:  # Python 3.10
+    _sre_parse = importlib.import_module("sre_parse")
+    _sre = importlib.import_module("sre_constants")
+
+# From this length on a fired rule reads only the windows around its keywords; a width
+# from _WIDE on counts as unbounded (such a rule reads the whole text).
+WINDOWED_FROM = 1024
+_WIDE = 1 << 16
+
+
+class _Reach(NamedTuple):
+    """How far around a keyword a rule's match can lie."""
+
+    before: int  # the longest match: one holding a keyword starts at most this far before it
+    after: int  # how far past its start an attempt may read (lookaheads and `$` included)
+    folded: bool  # case-insensitive: its keywords are found in the lower-cased (ASCII) text
+
+
+@functools.lru_cache(maxsize=1024)
+def _reach(pattern: re.Pattern[str], keywords: tuple[str, ...]) -> _Reach | None:
+    """How far a match of `pattern` reaches around one of `keywords`, when the pattern
+    shows that every match holds one of them and is bounded; else None."""
+    if not keywords:
+        return None
+    folded = bool(pattern.flags & re.IGNORECASE)
+    if folded and not all(k.isascii() for k in keywords):
+        return None
+    parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
+    low, high = parsed.getwidth()
+    ahead = _lookahead_width(parsed)
+    if low < 1 or high >= _WIDE or ahead is None or ahead >= _WIDE:
+        return None
+    if not _holds(parsed, keywords, folded):
+        return None
+    return _Reach(high, high + ahead + 2, folded)
+
+
+def _repeats() -> tuple[Any, ...]:
+    return tuple(getattr(_sre, name) for name in ("MAX_REPEAT", "MIN_REPEAT",
+                                                  "POSSESSIVE_REPEAT") if hasattr(_sre, name))
+
+
+def _lookahead_width(items: Any) -> int | None:
+    """An upper bound of how far lookaheads read past the text they sit at (None: unknown)."""
+    total = 0
+    for op, av in items:
+        parts: list[Any] = []
+        if op is _sre.ASSERT or op is _sre.ASSERT_NOT:
+            direction, sub = av
+            if direction == 1:
+                total += sub.getwidth()[1]
+            parts = [sub]
+        elif op is _sre.SUBPATTERN:
+            parts = [av[3]]
+        elif op is _sre.BRANCH:
+            parts = list(av[1])
+        elif op in _repeats():
+            parts = [av[2]]
+        elif op is getattr(_sre, "ATOMIC_GROUP", None):
+            parts = [av]
+        elif op is _sre.GROUPREF or op is _sre.GROUPREF_EXISTS:
+            return None
+        for part in parts:
+            more = _lookahead_width(part)
+            if more is None:
+                return None
+            total += more
+    return total
+
+
+def _has_keyword(run: str, keywords: tuple[str, ...], folded: bool) -> bool:
+    if folded:
+        return run.isascii() and any(k.lower() in run.lower() for k in keywords)
+    return any(k in run for k in keywords)
+
+
+# A literal part with more spellings than this is not followed (the proof gives up).
+_MAX_SPELLINGS = 256
+
+
+def _spellings(items: Any, folded: bool) -> set[str] | None:
+    """Every text the parsed `items` can match when they are literal (characters, small
+    classes, alternatives, fixed repeats), zero-width parts as ""; None otherwise."""
+    out = {""}
+    for op, av in items:
+        part: set[str] | None
+        if op is _sre.LITERAL:
+            part = {chr(av)}
+        elif op is _sre.ASSERT or op is _sre.ASSERT_NOT or op is _sre.AT:
+            continue
+        elif op is _sre.IN:
+            part = _class_chars(av)
+        elif op is _sre.SUBPATTERN:
+            _group, add, delete, sub = av
+            inner = (folded or bool(add & re.IGNORECASE)) and not delete & re.IGNORECASE
+            part = _spellings(sub, folded) if inner == folded else None
+        elif op is _sre.BRANCH:
+            part = set()
+            for branch in av[1]:
+                more = _spellings(branch, folded)
+                if more is None:
+                    return None
+                part |= more
+        elif op is getattr(_sre, "ATOMIC_GROUP", None):
+            part = _spellings(av, folded)
+        elif op in _repeats() and av[0] == av[1] and av[0] <= 4:
+            one = _spellings(av[2], folded)
+            part = None if one is None else {""}
+            for _ in range(av[0]):
+                if part is not None and one is not None:
+                    part = {a + b for a in part for b in one}
+        else:
+            return None
+        if part is None:
+            return None
+        out = {a + b for a in out for b in part}
+        if len(out) > _MAX_SPELLINGS:
+            return None
+    return out
+
+
+def _class_chars(items: Any) -> set[str] | None:
+    """The characters of a small character class (`[A-Z0-9]`), None for a large or negated one."""
+    out: set[str] = set()
+    for op, av in items:
+        if op is _sre.LITERAL:
+            out.add(chr(av))
+        elif op is _sre.RANGE and av[1] - av[0] < 64:
+            out.update(chr(c) for c in range(av[0], av[1] + 1))
+        else:
+            return None
+    return out if len(out) <= 64 else None
+
+
+def _holds(
+    items: Any, keywords: tuple[str, ...], folded: bool, before: frozenset[str] = frozenset({""})
+) -> bool:
+    """Whether every text the parsed `items` match, after any of the texts `before`,
+    contains one of `keywords`: a proof from adjacent literal parts, alternatives and
+    required groups, False when it cannot tell."""
+    run: set[str] | frozenset[str] = before
+    for op, av in items:
+        part = _spellings([(op, av)], folded)
+        if part is not None:
+            joined = {a + b for a in run for b in part}
+            run = joined if len(joined) <= _MAX_SPELLINGS else part
+            if all(_has_keyword(text, keywords, folded) for text in run):
+                return True
+            continue
+        start = frozenset(run)
+        if op in _repeats():
+            low, _high, sub = av
+            one = _spellings(sub, folded)
+            if low >= 1 and one is not None and len(one) == 1:
+                # c{n,m}: n copies follow what came before and precede what comes after
+                copies = next(iter(one)) * low
+                if all(_has_keyword(text + copies, keywords, folded) for text in run):
+                    return True
+                run = {copies}
+                continue
+            proven = low >= 1 and _holds(sub, keywords, folded, start)
+        elif op is _sre.SUBPATTERN:
+            _group, add, delete, sub = av
+            inner = (folded or bool(add & re.IGNORECASE)) and not delete & re.IGNORECASE
+            proven = inner == folded and _holds(sub, keywords, folded, start)
+        elif op is _sre.BRANCH:
+            proven = all(_holds(branch, keywords, folded, start) for branch in av[1])
+        else:
+            proven = op is getattr(_sre, "ATOMIC_GROUP", None) and _holds(
+                av, keywords, folded, start
+            )
+        if proven:
+            return True
+        run = {""}
+    return False
+
+
+class _Lead(NamedTuple):
+    """Where a match of an unbounded rule starts, from its keywords."""
+
+    offsets: frozenset[int]  # a match starts this far before an occurrence of a keyword
+    folded: bool  # case-insensitive: its keywords are found in the lower-cased (ASCII) text
+
+
+@functools.lru_cache(maxsize=1024)
+def _opening(pattern: re.Pattern[str], keywords: tuple[str, ...]) -> _Lead | None:
+    """Whether every match of `pattern` opens with a literal part holding one of
+    `keywords`, and how far into the match each can stand; else None."""
+    folded = bool(pattern.flags & re.IGNORECASE)
+    if not keywords or (folded and not all(k.isascii() for k in keywords)):
+        return None
+    parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
+    if parsed.getwidth()[0] < 1:
+        return None
+    opening = {""}
+    for op, av in parsed:
+        part = _spellings([(op, av)], folded)
+        if part is None and op in _repeats() and av[0] >= 1:
+            one = _spellings(av[2], folded)
+            part = {next(iter(one)) * av[0]} if one is not None and len(one) == 1 else None
+            if part is not None:
+                opening = {a + b for a in opening for b in part}
+            break
+        if part is None:
+            break
+        opening = {a + b for a in opening for b in part}
+        if len(opening) > _MAX_SPELLINGS:
+            return None
+    offsets: set[int] = set()
+    for text in opening:
+        if folded and not text.isascii():
+            return None
+        probe = text.lower() if folded else text
+        held = False
+        for keyword in keywords:
+            key = keyword.lower() if folded else keyword
+            at = probe.find(key)
+            while at >= 0:
+                offsets.add(at)
+                held = True
+                at = probe.find(key, at + 1)
+        if not held:
+            return None
+    return _Lead(frozenset(offsets), folded)
+
+
+def _led(
+    pattern: re.Pattern[str], text: str, starts: Iterable[int], offsets: frozenset[int]
+) -> list[re.Match[str]] | None:
+    """`list(pattern.finditer(text))` for a pattern whose matches start at one of
+    `offsets` before a keyword at `starts`: the scan tries only those places, in order,
+    as `finditer` would (a place inside the last match is passed over). None when the
+    places are so many that reading the whole text is cheaper."""
+    places = sorted({start - offset for start in starts for offset in offsets
+                     if start >= offset})
+    if len(places) * 64 > len(text):
+        return None
+    out: list[re.Match[str]] = []
+    end = 0
+    for place in places:
+        if place < end:
+            continue
+        match = pattern.match(text, place)
+        if match is not None:
+            out.append(match)
+            end = match.end()
+    return out
+
+
+def matches_near(
+    pattern: re.Pattern[str], text: str, starts: Iterable[int], keywords: tuple[str, ...]
+) -> list[re.Match[str]]:
+    """`list(pattern.finditer(text))`, reading only around `starts`, the offsets of every
+    occurrence of `keywords` in `text`, when the pattern shows that each match holds one.
+
+    Exact, not a heuristic: a match holding a keyword lies within its reach of it, so
+    the windows around all occurrences (merged where they meet) hold every match; each
+    window starts where no match is under way and ends past anything an attempt in it
+    can read, so `finditer` over the windows meets the same matches as over the text.
+    Falls back to the whole text when the pattern shows no such bound or the windows
+    would cover most of it.
+    """
+    reach = None if len(text) < WINDOWED_FROM else _reach(pattern, keywords)
+    if reach is None or reach.folded:
+        return list(pattern.finditer(text))
+    windows = _windows(starts, reach, len(text))
+    if windows is None:
+        return list(pattern.finditer(text))
+    return [match for lo, hi in windows for match in pattern.finditer(text, lo, hi)]
+
+
+def _windows(starts: Iterable[int], reach: _Reach, size: int) -> list[tuple[int, int]] | None:
+    """The merged windows around `starts`, or None when they would cover most of the text."""
+    out: list[list[int]] = []
+    for start in sorted(set(starts)):
+        lo, hi = max(0, start - reach.before), min(size, start + reach.after)
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    if 2 * sum(hi - lo for lo, hi in out) > size:
+        return None
+    return [(lo, hi) for lo, hi in out]
+
+
+def _occurrences(text: str, literals: Iterable[str]) -> list[int]:
+    """The start of every occurrence (overlapping ones too) of each literal in `text`."""
+    out: list[int] = []
+    for literal in literals:
+        at = text.find(literal)
+        while at >= 0:
+            out.append(at)
+            at = text.find(literal, at + 1)
+    return out
+
+
 class Literals:
     """Every occurrence of a fixed list of literals in a text, found in one pass of a
     compiled automaton (ahocorasick_rs' DFA). Thread-safe after init.
@@ -928,6 +1233,13 @@ class Detectors:
             tuple(sorted(set(by_keyword[keyword]))) for keyword in self.keywords
         )
         self.literals = Literals(self.keywords)
+        at = {keyword: index for index, keyword in enumerate(self.keywords)}
+        self._own = tuple(tuple(at[k] for k in rule.keywords) for rule in self.rules)
+        self._reach = tuple(_reach(rule.pattern, rule.keywords) for rule in self.rules)
+        self._lead = tuple(
+            _opening(rule.pattern, rule.keywords) if reach is None else None
+            for rule, reach in zip(self.rules, self._reach, strict=True)
+        )
 
     def spans(self, text: str) -> list[Span]:
         """Every detector match in `text`, minus known id shapes, in text order."""
@@ -962,18 +1274,55 @@ class Detectors:
                     spans.sort()
         return spans, hinted
 
+    def _near(
+        self, index: int, text: str, starts: dict[int, list[int]], folded: dict[str, Any]
+    ) -> list[re.Match[str]] | None:
+        """The matches of rule `index` read only near its keywords (`matches_near`, and for
+        an unbounded rule that opens with one, `_led`), or None to read the whole text.
+        `folded` keeps, per text, the lower-cased text (under "") and where each keyword
+        occurs in it, for the case-insensitive rules."""
+        reach, lead = self._reach[index], self._lead[index]
+        if reach is None and lead is None:
+            return None
+        at: list[int] = []
+        if (reach.folded if reach is not None else lead is not None and lead.folded):
+            # Case-insensitive: its keywords in any case, found in the lower-cased text
+            # (at the same offsets while it is ASCII).
+            if not folded:
+                folded[""] = text.lower() if text.isascii() else ""
+            if not folded[""]:
+                return None
+            for keyword in {k.lower() for k in self.rules[index].keywords}:
+                found = folded.get(keyword)
+                if found is None:
+                    found = folded[keyword] = _occurrences(folded[""], (keyword,))
+                at.extend(found)
+        else:
+            at = [start for k in self._own[index] for start in starts.get(k, ())]
+        pattern = self.rules[index].pattern
+        if reach is None:
+            assert lead is not None
+            return _led(pattern, text, at, lead.offsets)
+        windows = _windows(at, reach, len(text))
+        if windows is None:
+            return None
+        return [match for lo, hi in windows for match in pattern.finditer(text, lo, hi)]
+
     def _scan_once(
         self, text: str, hits: list[tuple[int, int, int]] | None = None
     ) -> tuple[list[Span], bool]:
         fired: set[int] = set(self._always)
+        starts: dict[int, list[int]] = {}
         if self._gated:
             if hits is None:
                 hits = self.literals.find(text)
-            targets = self._targets
-            count = len(targets)
-            for index in {hit[0] for hit in hits}:
+            count = len(self._targets)
+            for index, start, _end in hits:
                 if index < count:
-                    fired.update(targets[index])
+                    starts.setdefault(index, []).append(start)
+            targets = self._targets
+            for index in starts:
+                fired.update(targets[index])
         if not fired:
             return [], False
         hinted = _HINT in fired
@@ -983,10 +1332,19 @@ class Detectors:
         # One long base64 run (an image, `encrypted_content`): a key can only be the whole
         # of it or start it; anything found inside is chance. Try the start only.
         blob = len(text) >= 256 and _BLOB.fullmatch(text) is not None
+        # A long text: each rule reads the windows around its keywords (`matches_near`).
+        near = not blob and len(text) >= WINDOWED_FROM
+        folded: dict[str, Any] = {}
         out: list[Span] = []
         for index in sorted(fired):
             rule = self.rules[index]
-            matches = rule.pattern.finditer(text) if not blob else _first(rule.pattern, text)
+            matches: Iterable[re.Match[str]] | None = None
+            if blob:
+                matches = _first(rule.pattern, text)
+            elif near:
+                matches = self._near(index, text, starts, folded)
+            if matches is None:
+                matches = rule.pattern.finditer(text)
             for match in matches:
                 group = rule.group if rule.group <= (rule.pattern.groups or 0) else 0
                 start, end = match.span(group)

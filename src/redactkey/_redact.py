@@ -40,6 +40,7 @@ from ._detectors import (
     Span,
     grows_linearly,
     looks_high_entropy,
+    matches_near,
 )
 from ._errors import UsageError
 from ._placeholders import looks_redacted
@@ -806,15 +807,15 @@ class Redactor:
             hits = known.literals.find(text)
             spans = []
             first, marks, slots = known.first, known.marks, known.slots
-            masked = False
+            masked: list[int] = []
             for index, start, end in hits:
                 if index >= first:
                     if index < marks:
                         spans.append(Span(start, end, "known-value", slots[index - first]))
                     else:
-                        masked = True
-            if masked:
-                spans.extend(self._masked_parts(text, known.values))
+                        masked.append(start)
+            if masked and known.values:
+                spans.extend(self._masked_parts(text, known.values, masked))
             found, hinted = self._detectors.scan(text, hits)
             if found:
                 spans.extend(found)
@@ -823,18 +824,19 @@ class Redactor:
         return spans
 
     @staticmethod
-    def _masked_parts(text: str, values: list[tuple[str, str]]) -> list[Span]:
+    def _masked_parts(text: str, values: list[tuple[str, str]], marks: list[int]) -> list[Span]:
         """The first or last 8+ characters of a known secret shown next to an ellipsis or a
-        mask (`sk-…abcd1234`, `****abcd1234`, `sk-proj-abcd…`): a preview is still a part."""
+        mask (`sk-…abcd1234`, `****abcd1234`, `sk-proj-abcd…`): a preview is still a part.
+        `marks` are where the mask marks occur: only around them is the text read."""
         out: list[Span] = []
-        for match in _MASKED_TAIL.finditer(text):
+        for match in matches_near(_MASKED_TAIL, text, marks, _MASK_MARKS):
             shown, start = match.group(1), match.start(1)
             for slot, value in values:
                 for length in range(min(len(shown), len(value) - 1), 7, -1):
                     if value.endswith(shown[:length]):
                         out.append(Span(start, start + length, "known-value", slot))
                         break
-        for match in _MASKED_HEAD.finditer(text):
+        for match in matches_near(_MASKED_HEAD, text, marks, _MASK_MARKS):
             shown, start = match.group(1), match.start(1)
             for slot, value in values:
                 for skip in range(0, len(shown) - 7):
