@@ -342,6 +342,39 @@ class TestStreamedBodies:
         assert (code, findings(data)) == (0, [])
 
 
+class TestStreamFiles:
+    """A stream saved as a file of its own (`.sse`, `.ndjson`, `.jsonl`) is read event by
+    event too: no `unreadable-file` for NDJSON, a key split across lines found once."""
+
+    def test_split_keys_in_stream_files(self, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+        """Each file's split key at the line of the event where it starts."""
+        token = "ghp_" + "HandMadeTestValue0123456789" + "abcdefghij"
+        lines = [{"message": {"content": "hello"}},
+                 {"message": {"content": "the token is " + token[:14]}},
+                 {"message": {"content": token[14:] + " ok"}}]
+        ndjson = "".join(json.dumps(line) + "\n" for line in lines)
+        (tmp_path / "chat.ndjson").write_text(ndjson, encoding="utf-8")
+        (tmp_path / "log.jsonl").write_text(ndjson, encoding="utf-8")
+        (tmp_path / "answer.sse").write_text(
+            "event: delta\n" + "".join(f"data: {json.dumps(line)}\n\n" for line in lines)
+            + "data: [DONE]\n\n", encoding="utf-8")
+        for command in ("check", "audit"):
+            code, data = run_json(capsys, command, str(tmp_path))
+            assert code == 1
+            listed = data["findings"]
+            assert isinstance(listed, list)
+            assert sorted((Path(f["path"]).name, f["line"], f["rule"], f["pointer"],
+                           f["detail"]) for f in listed) == [
+                ("answer.sse", 4, "github-token", "/1/message/content",
+                 "sse events 1-2 (split across them)"),
+                ("chat.ndjson", 2, "github-token", "/1/message/content",
+                 "ndjson events 1-2 (split across them)"),
+                ("log.jsonl", 2, "github-token", "/1/message/content",
+                 "ndjson events 1-2 (split across them)"),
+            ]
+
+
 def _streams(path: Path) -> list[BodyStream]:
     recording = read_recording(path, path.read_text(encoding="utf-8"))
     return list(body_streams(recording))

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._cassettes import Recording, resolve_pointer
+from ._cassettes import LineMap, Recording, resolve_pointer
 from ._classify import (
     RECORDING_SUFFIXES,
     Target,
@@ -33,7 +33,14 @@ from ._errors import FixtureFormatError, UsageError
 from ._findings import InputProblem, Issue, Report, value_tag
 from ._parallel import Outcome, run_files
 from ._placeholders import AUTH_SCHEMES, looks_redacted
-from ._readers import STREAM_HINTS, BodyStream, body_streams, header_sites, read_recording
+from ._readers import (
+    STREAM_HINTS,
+    BodyStream,
+    body_streams,
+    header_sites,
+    read_recording,
+    read_stream,
+)
 from ._redact import Redactor, shown_pointer
 from ._secrets import RunSecrets, mask
 from ._vocabulary import COOKIE_HEADERS, header_class
@@ -78,6 +85,20 @@ def _streams_of(recording: Recording) -> list[BodyStream]:
     if "data:" not in text and not any(hint in text for hint in STREAM_HINTS):
         return []
     return list(body_streams(recording))
+
+
+# Files that are a stream of their own, by suffix.
+_STREAM_SUFFIXES = {".sse": "text/event-stream", ".ndjson": "application/x-ndjson",
+                    ".jsonl": "application/jsonl"}
+
+
+def _text_stream(text: str, suffix: str) -> BodyStream | None:
+    """The events of a text file that is a stream: named `.sse`/`.ndjson`/`.jsonl`, or
+    starting like SSE; None for any other text."""
+    ctype = _STREAM_SUFFIXES.get(suffix)
+    if ctype is None and not text.startswith(("data:", "event:")):
+        return None
+    return read_stream(text, ctype or "", "")
 
 
 def _binary_line(recording: Recording, pointer: str, at: int) -> int:
@@ -178,7 +199,7 @@ class Checker:
         text = opened.text
         recording: Recording | None = None
         named = opened.suffix in RECORDING_SUFFIXES
-        if named or looks_like_recording(text):
+        if opened.suffix not in _STREAM_SUFFIXES and (named or looks_like_recording(text)):
             # a streamed body is split into its events, so a file that names a stream's
             # content type leaves the JSON fast path (the others stay on it)
             normalise = self.normalise or any(hint in text for hint in STREAM_HINTS)
@@ -197,6 +218,11 @@ class Checker:
             issues.extend(self.unreadable_issue(target.display, problem)
                           for problem in recording.problems)
             return issues, recording
+        stream = _text_stream(text, opened.suffix)
+        if stream is not None:  # a stream saved as a file of its own (`.sse`, `.ndjson`)
+            holder = Recording(path=target.path, format="text", document=text,
+                               lines=LineMap(), text=text)
+            return self._inline(self.stream_issues(holder, target.display, stream), text), None
         return self._inline(self.scan_text(text, target.display), text), None
 
     def _inline(self, issues: list[Issue], text: str) -> list[Issue]:
@@ -314,6 +340,12 @@ class Checker:
         (SSE `event:`/`id:` lines) is scanned as text."""
         issues: list[Issue] = []
         body = stream.body
+
+        def line_at(offset: int) -> int:
+            if recording.format == "text" and isinstance(body, str):  # the file is the body
+                return body.count("\n", 0, offset) + 1
+            return recording.line_for(stream.pointer, offset)
+
         if isinstance(body, str):
             framing = list(body)
             for event in stream.events:
@@ -324,7 +356,7 @@ class Checker:
                 if segment and self.dismissed(finding.rule, segment):
                     continue
                 issues.append(self._issue(Issue(
-                    display, recording.line_for(stream.pointer, finding.start), finding.rule,
+                    display, line_at(finding.start), finding.rule,
                     pointer=self.masked_pointer(stream.pointer), slot=finding.slot,
                     preview=finding.preview, detail=f"{stream.kind} framing"), segment))
         # (place, rule) -> (first event, last event, issue) of a finding that may run on
@@ -360,7 +392,7 @@ class Checker:
                 if segment and isinstance(body, str):
                     at = body.find(json.dumps(segment)[1:-1], event.start, event.end)
                     offset = at if at >= 0 else event.start
-                line = recording.line_for(stream.pointer, offset)
+                line = line_at(offset)
             else:
                 line = _binary_line(recording, stream.pointer, event.at)
             runs[(inner, finding.rule)] = (index, index, len(issues))
