@@ -14,8 +14,9 @@ leaking vcrpy cassette (`tests/cassettes/`, from corpus/), a clean text file
 (`value.json`), two test modules using `model_fixtures`, their recorded fixtures and
 the run report of that recording, all committed to a git repository.
 
-Placeholders are replaced (`PLACEHOLDERS`): synopsis words such as `FILES_OR_DIRECTORIES...`
-become paths of the project, and `sk-...` a fake key built at run time. The exit code
+Placeholders are replaced (`PLACEHOLDERS`): synopsis words such as `FILES_OR_DIRECTORIES...`,
+`FILE` or `DIR` become paths of the project, and `sk-...` a fake key built at run time.
+In a ```console block only the `$ ` lines are commands. The exit code
 expected is the one a line's comment starts with (`# exits 1`), else the block's marker
 `<!-- docs: exit=1,0 -->` (one code per command, in order), else 0.
 """
@@ -47,14 +48,20 @@ pytest_plugins = ["pytester"]
 FAKE_OPENAI = "sk-proj-" + "Hq4Lm9Tz" * 6
 FAKE_ANTHROPIC = "sk-ant-api03-" + "Wd8Kc3Np" * 10
 
-PLACEHOLDERS = {
-    "[OPTIONS]": "",
-    "FILES_OR_DIRECTORIES...": "tests/fixtures notes.txt",
-    "DIRECTORIES_OR_FILES...": "tests/fixtures notes.txt",
-    "PATHS...": "tests/cassettes",
-    "sk-ant-...": FAKE_ANTHROPIC,
-    "sk-...": FAKE_OPENAI,
-}
+# (pattern, replacement), in order; upper-case words match whole words only
+PLACEHOLDERS = [
+    (r"\[OPTIONS\]", ""),
+    (r"\bFILES_OR_DIRECTORIES\.\.\.", "tests/fixtures notes.txt"),
+    (r"\bDIRECTORIES_OR_FILES\.\.\.", "tests/fixtures notes.txt"),
+    (r"\bPATHS\.\.\.", "tests/cassettes"),
+    (r"(--config) FILE\b", r"\1 pyproject.toml"),
+    (r"(--run-report) FILE\b", r"\1 .redactkey-report.json"),
+    (r"(-o|--output|--write-baseline) FILE\b", r"\1 out.txt"),
+    (r"\bFILES?(?:\.\.\.)?(?=\s|$)", "notes.txt"),
+    (r"\bDIR(?:ECTORY)?(?:\.\.\.)?(?=\s|$)", "tests/fixtures"),
+    (r"\bsk-ant-\.\.\.", FAKE_ANTHROPIC),
+    (r"\bsk-\.\.\.", FAKE_OPENAI),
+]
 
 _TEST_MODULE = """
 def test_{name}(model_fixtures):
@@ -77,6 +84,8 @@ def _commands(block: Block) -> list[tuple[str, int | None]]:
     """The lines of `block` that run: (command, exit code its comment states)."""
     found = []
     for raw in block.code.splitlines():
+        if block.lang == "console" and not raw.startswith("$ "):
+            continue  # a console block's other lines are output
         line = raw.strip().removeprefix("$ ")
         command, _, comment = line.partition(" #")
         if line.startswith("#"):
@@ -163,8 +172,8 @@ def _expected(block: Block, commands: list[tuple[str, int | None]]) -> list[int]
 
 def _words(command: str, cwd: Path) -> tuple[dict[str, str], list[str], str | None, str | None]:
     """Environment assignments, argv (globs expanded), stdin and stdout file names."""
-    for placeholder, value in PLACEHOLDERS.items():
-        command = command.replace(placeholder, value)
+    for pattern, value in PLACEHOLDERS:
+        command = re.sub(pattern, value, command)
     words = shlex.split(command)
     env = {}
     while "=" in words[0] and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):
