@@ -322,6 +322,30 @@ class TestTransportOptions:
         assert chunks[0] == {"status": 200, "headers": {"content-type": "text/event-stream"}}
         assert lines[1] == ["event: a", 'data: {"text":"héllo"}', "event: b", "data: [DONE]"]
 
+    def test_replay_reads_its_fixture_once(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A request that does not say whether it streams is replayed from one read of its
+        fixture: the read that decided "whole or streamed" is the one replayed."""
+        answer = httpx2.MockTransport(lambda request: httpx2.Response(200, json={"ok": 1}))
+        record = FixtureTransport(FixtureDir(tmp_path), mode="record", inner=answer)
+        with httpx2.Client(transport=record) as client:
+            client.post("https://api.example.test/v1/x", json={"q": 1})
+        reads: list[str] = []
+        get = FixtureDir.get
+
+        def counted(self: FixtureDir, kind: str, key: str) -> Any:
+            reads.append(key)
+            return get(self, kind, key)
+
+        monkeypatch.setattr(FixtureDir, "get", counted)
+        replay = FixtureTransport(FixtureDir(tmp_path), mode="replay")
+        with httpx2.Client(transport=replay) as client:
+            assert client.post("https://api.example.test/v1/x", json={"q": 1}).json() == {"ok": 1}
+            assert len(reads) == 1
+            client.post("https://api.example.test/v1/x", json={"q": 1})
+        assert len(reads) == 2
+
     def test_stream_read_to_its_end_marker_is_recorded(self, tmp_path: Path) -> None:
         """A consumer that stops at [DONE] and closes still leaves a complete recording."""
         raw = b"data: 1\n\ndata: [DONE]\n\ndata: trailing\n\n"

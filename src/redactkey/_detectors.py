@@ -22,6 +22,7 @@ import bisect
 import functools
 import hashlib
 import importlib
+import itertools
 import logging
 import math
 import re
@@ -1142,15 +1143,17 @@ def _windows(starts: Iterable[int], reach: _Reach, size: int) -> list[tuple[int,
     return [(lo, hi) for lo, hi in out]
 
 
-def _occurrences(text: str, literals: Iterable[str]) -> list[int]:
-    """The start of every occurrence (overlapping ones too) of each literal in `text`."""
-    out: list[int] = []
-    for literal in literals:
-        at = text.find(literal)
-        while at >= 0:
-            out.append(at)
-            at = text.find(literal, at + 1)
-    return out
+def _anchors(rule: Rule) -> tuple[str, ...]:
+    """The literals a rule's matches are proven to hold: its keywords, or for a
+    case-insensitive rule the lower-cased first four characters of each (ASCII only)."""
+    if not rule.pattern.flags & re.IGNORECASE or not all(k.isascii() for k in rule.keywords):
+        return rule.keywords
+    return tuple(sorted({k.lower()[:4] for k in rule.keywords}))
+
+
+def _spellings_of(stem: str) -> list[str]:
+    """Every ASCII upper/lower-case spelling of `stem`."""
+    return ["".join(chars) for chars in itertools.product(*({c.lower(), c.upper()} for c in stem))]
 
 
 class Literals:
@@ -1161,39 +1164,37 @@ class Literals:
     included, as character offsets into `text`, in order of their ends.
     """
 
-    __slots__ = ("_automaton", "_bytes", "patterns")
+    __slots__ = ("_automaton", "patterns")
 
     def __init__(self, patterns: Sequence[str]) -> None:
         self.patterns: tuple[str, ...] = tuple(patterns)
         if not all(self.patterns):
             raise ValueError("Literals: an empty literal would match everywhere")
+        # The text is read as UTF-8 bytes: an ASCII text (the common case) is its own bytes
+        # at the same offsets, and the byte automaton reads faster than the str one. Lone
+        # surrogates (bytes decoded with surrogateescape) pass as their 3-byte forms.
         self._automaton = (
-            ahocorasick_rs.AhoCorasick(self.patterns, implementation=_DFA)
+            ahocorasick_rs.BytesAhoCorasick(
+                [p.encode("utf-8", "surrogatepass") for p in self.patterns],
+                implementation=_DFA,
+            )
             if self.patterns else None
         )
-        self._bytes: ahocorasick_rs.BytesAhoCorasick | None = None
 
     def find(self, text: str) -> list[tuple[int, int, int]]:
         """(literal index, start, end) of every occurrence in `text`."""
         if self._automaton is None:
             return []
-        try:
-            return self._automaton.find_matches_as_indexes(text, overlapping=True)
-        except UnicodeEncodeError:
-            return self._find_surrogates(text)
-
-    def _find_surrogates(self, text: str) -> list[tuple[int, int, int]]:
-        """A text with lone surrogates (bytes decoded with surrogateescape) cannot be read as
-        UTF-8: search its surrogatepass bytes and map byte offsets back to characters. UTF-8
-        synchronises, so a literal's bytes only match where its characters do."""
-        automaton = self._bytes
-        if automaton is None:
-            automaton = self._bytes = ahocorasick_rs.BytesAhoCorasick(
-                [p.encode("utf-8", "surrogatepass") for p in self.patterns],
-                implementation=_DFA,
+        if text.isascii():
+            return self._automaton.find_matches_as_indexes(
+                text.encode("ascii"), overlapping=True
             )
         data = text.encode("utf-8", "surrogatepass")
-        hits = automaton.find_matches_as_indexes(data, overlapping=True)
+        hits = self._automaton.find_matches_as_indexes(data, overlapping=True)
+        if not hits:
+            return hits
+        # Byte offsets back to characters. UTF-8 synchronises: a literal's bytes only
+        # match where its characters start and end.
         chars: dict[int, int] = {}
         count = last = 0
         for offset in sorted({o for _, start, end in hits for o in (start, end)}):
@@ -1226,6 +1227,15 @@ class Detectors:
                 by_keyword.setdefault(keyword, []).append(index)
         for hint in hints:
             by_keyword.setdefault(hint, []).append(_HINT)
+        # What a rule's reach is proven around: its keywords, or for a case-insensitive
+        # rule the first four characters of each, lower-cased, whose every ASCII spelling
+        # joins the automaton as a place marker (it fires nothing).
+        anchors = tuple(_anchors(rule) for rule in self.rules)
+        for rule, stems in zip(self.rules, anchors, strict=True):
+            if stems is not rule.keywords:
+                for stem in stems:
+                    for spelling in _spellings_of(stem):
+                        by_keyword.setdefault(spelling, [])
         self._gated = bool(by_keyword)
         self._empty = not by_keyword and not self._always
         self.keywords: tuple[str, ...] = tuple(sorted(by_keyword))
@@ -1234,11 +1244,18 @@ class Detectors:
         )
         self.literals = Literals(self.keywords)
         at = {keyword: index for index, keyword in enumerate(self.keywords)}
-        self._own = tuple(tuple(at[k] for k in rule.keywords) for rule in self.rules)
-        self._reach = tuple(_reach(rule.pattern, rule.keywords) for rule in self.rules)
+        self._reach = tuple(
+            _reach(rule.pattern, stems) for rule, stems in zip(self.rules, anchors, strict=True)
+        )
         self._lead = tuple(
-            _opening(rule.pattern, rule.keywords) if reach is None else None
-            for rule, reach in zip(self.rules, self._reach, strict=True)
+            _opening(rule.pattern, stems) if reach is None else None
+            for rule, stems, reach in zip(self.rules, anchors, self._reach, strict=True)
+        )
+        # The automaton's numbers of each rule's place markers.
+        self._own = tuple(
+            tuple(at[k] for k in stems) if stems is rule.keywords
+            else tuple(at[s] for stem in stems for s in _spellings_of(stem))
+            for rule, stems in zip(self.rules, anchors, strict=True)
         )
 
     def spans(self, text: str) -> list[Span]:
@@ -1275,30 +1292,18 @@ class Detectors:
         return spans, hinted
 
     def _near(
-        self, index: int, text: str, starts: dict[int, list[int]], folded: dict[str, Any]
+        self, index: int, text: str, starts: dict[int, list[int]]
     ) -> list[re.Match[str]] | None:
         """The matches of rule `index` read only near its keywords (`matches_near`, and for
-        an unbounded rule that opens with one, `_led`), or None to read the whole text.
-        `folded` keeps, per text, the lower-cased text (under "") and where each keyword
-        occurs in it, for the case-insensitive rules."""
+        an unbounded rule that opens with one, `_led`), or None to read the whole text."""
         reach, lead = self._reach[index], self._lead[index]
         if reach is None and lead is None:
             return None
-        at: list[int] = []
-        if (reach.folded if reach is not None else lead is not None and lead.folded):
-            # Case-insensitive: its keywords in any case, found in the lower-cased text
-            # (at the same offsets while it is ASCII).
-            if not folded:
-                folded[""] = text.lower() if text.isascii() else ""
-            if not folded[""]:
-                return None
-            for keyword in {k.lower() for k in self.rules[index].keywords}:
-                found = folded.get(keyword)
-                if found is None:
-                    found = folded[keyword] = _occurrences(folded[""], (keyword,))
-                at.extend(found)
-        else:
-            at = [start for k in self._own[index] for start in starts.get(k, ())]
+        folded = reach.folded if reach is not None else lead is not None and lead.folded
+        if folded and not text.isascii():
+            # Unicode case folding reaches past ASCII spellings (`ſ` is an `s`).
+            return None
+        at = [start for k in self._own[index] for start in starts.get(k, ())]
         pattern = self.rules[index].pattern
         if reach is None:
             assert lead is not None
@@ -1334,7 +1339,6 @@ class Detectors:
         blob = len(text) >= 256 and _BLOB.fullmatch(text) is not None
         # A long text: each rule reads the windows around its keywords (`matches_near`).
         near = not blob and len(text) >= WINDOWED_FROM
-        folded: dict[str, Any] = {}
         out: list[Span] = []
         for index in sorted(fired):
             rule = self.rules[index]
@@ -1342,7 +1346,7 @@ class Detectors:
             if blob:
                 matches = _first(rule.pattern, text)
             elif near:
-                matches = self._near(index, text, starts, folded)
+                matches = self._near(index, text, starts)
             if matches is None:
                 matches = rule.pattern.finditer(text)
             for match in matches:

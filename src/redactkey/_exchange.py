@@ -448,7 +448,7 @@ class HttpFixtures:
         if refuses_stream(document):
             return False
         if self.mode in ("replay", "auto"):
-            fixture = self.store.get(KIND, self.fixtures.key_of(KIND, document))
+            fixture = self.fixtures.recorded(KIND, document)
             if fixture is not None:
                 return fixture.outcome == "chunks"
             if self.mode == "replay":

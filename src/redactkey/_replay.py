@@ -288,15 +288,20 @@ def _copy_json(value: Any) -> Any:
     return value
 
 
-class _Call:
-    """One call's key material and key, computed once."""
+_UNREAD: Any = object()
 
-    __slots__ = ("key", "kind", "material")
+
+class _Call:
+    """One call's key material and key, computed once; and its fixture once read
+    (`ModelFixtures.recorded`), for the lookup that follows."""
+
+    __slots__ = ("fixture", "key", "kind", "material")
 
     def __init__(self, kind: str, material: dict[str, JSONValue], key: str) -> None:
         self.kind = kind
         self.material = material
         self.key = key
+        self.fixture: Fixture | None = _UNREAD
 
 
 class ModelFixtures:
@@ -434,6 +439,18 @@ class ModelFixtures:
         self._keyed.last = (kind, request, spec, call)
         return call.key
 
+    def recorded(self, kind: str, request: Any, *, spec: KeySpec | None = None) -> Fixture | None:
+        """The fixture stored for `request` (keyed as `key_of` keys it), or None.
+
+        The very next `call` / `stream` (or async twin) in this thread, if it is of this
+        same request object, unchanged, replays what was read here instead of reading it
+        again.
+        """
+        call = self._key(kind, request, spec)
+        call.fixture = self.store.get(call.kind, call.key)
+        self._keyed.last = (kind, request, spec, call)
+        return call.fixture
+
     def _warn_volatile(self, call: _Call) -> None:
         for found in find_volatile(call.material):
             warn_at_caller(VolatileValueWarning(call.kind, found.pointer, found.reason))
@@ -472,7 +489,9 @@ class ModelFixtures:
     def _lookup(self, call: _Call, can_rerecord: bool = False) -> Fixture | None:
         """The recorded fixture to replay, or None when the call must go live."""
         if self.mode == "replay" or self.mode == "auto":
-            fixture = self.store.get(call.kind, call.key)
+            fixture = call.fixture
+            if fixture is _UNREAD:
+                fixture = self.store.get(call.kind, call.key)
             if fixture is not None and not self._fresh(call, can_rerecord):
                 return None
             if fixture is not None:
