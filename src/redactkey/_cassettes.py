@@ -29,11 +29,12 @@ import contextvars
 import datetime as _dt
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ahocorasick_rs
 import yaml
 
 from ._canonical import JSONValue, pointer_join
@@ -215,6 +216,39 @@ class Recording:
                 return self.text.count("\n", 0, offset) + 1
             self._newlines = [m.start() for m in re.finditer("\n", self.text)]
         return bisect.bisect_left(self._newlines, offset) + 1
+
+    def lines_for(self, pointers: Sequence[str]) -> list[int]:
+        """`line_for` of many pointers at once. In a JSON file not yet mapped line by line,
+        the values held as plain strings are looked for in one pass over the text (each
+        `line_for` call reads the text again): a string met exactly once gives its line,
+        as `line_for` would; the others are asked of `line_for` one by one."""
+        out = [0] * len(pointers)
+        if len(pointers) >= 8 and isinstance(self.lines, _LazyJSONLines) and self.lines.pending:
+            self._asked = 8  # many lines: index the newlines at once
+            wanted: dict[str, list[int]] = {}
+            for index, pointer in enumerate(pointers):
+                found = _string_ancestor(self.document, pointer)
+                if found is not None and found[1].isascii():
+                    wanted.setdefault(json.dumps(found[1]), []).append(index)
+            needles = list(wanted)
+            try:
+                hits = ahocorasick_rs.AhoCorasick(
+                    needles, implementation=ahocorasick_rs.Implementation.NoncontiguousNFA
+                ).find_matches_as_indexes(self.text, overlapping=True) if needles else []
+            except UnicodeEncodeError:  # lone surrogates: one by one below
+                hits = []
+            seen = [0] * len(needles)
+            first = [0] * len(needles)
+            for which, start, _end in hits:
+                if not seen[which]:
+                    first[which] = start
+                seen[which] += 1
+            for which, needle in enumerate(needles):
+                if seen[which] == 1:
+                    line = self._line_at(first[which])
+                    for index in wanted[needle]:
+                        out[index] = line
+        return [line or self.line_for(pointer) for line, pointer in zip(out, pointers, strict=True)]
 
     def line_for(self, pointer: str, offset: int | None = None) -> int:
         """Line number in the file for a JSON pointer of `document` (and a text offset)."""

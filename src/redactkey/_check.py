@@ -34,10 +34,10 @@ from ._findings import InputProblem, Issue, Report, value_tag
 from ._parallel import Outcome, run_files
 from ._placeholders import AUTH_SCHEMES, looks_redacted
 from ._readers import (
-    STREAM_HINTS,
     BodyStream,
     body_streams,
     header_sites,
+    names_a_stream,
     read_recording,
     read_stream,
 )
@@ -82,7 +82,7 @@ def _streams_of(recording: Recording) -> list[BodyStream]:
     if not recording.interactions:
         return []
     text = recording.text
-    if "data:" not in text and not any(hint in text for hint in STREAM_HINTS):
+    if "data:" not in text and not names_a_stream(text):
         return []
     return list(body_streams(recording))
 
@@ -202,7 +202,7 @@ class Checker:
         if opened.suffix not in _STREAM_SUFFIXES and (named or looks_like_recording(text)):
             # a streamed body is split into its events, so a file that names a stream's
             # content type leaves the JSON fast path (the others stay on it)
-            normalise = self.normalise or any(hint in text for hint in STREAM_HINTS)
+            normalise = self.normalise or names_a_stream(text)
             try:
                 recording = read_recording(target.path, text, suffix=opened.suffix,
                                            normalise=normalise)
@@ -408,7 +408,7 @@ class Checker:
         """Findings by header name, one vocabulary for every format: a credential header
         (error), a cookie and an identifying header (warnings), a request id (note).
         Values already reported at the same place, and placeholders, are passed over."""
-        issues: list[Issue] = []
+        kept: list[tuple[str, str, str, str, str | None]] = []
         classes = self._header_classes
         for name, value, pointer in header_sites(recording):
             if not value or pointer in reported:
@@ -433,10 +433,11 @@ class Checker:
                 preview = mask(value)
             else:
                 preview = None
-            issues.append(self._issue(Issue(display, recording.line_for(pointer), cls,
-                                            pointer=self.masked_pointer(pointer), slot=name,
-                                            preview=preview), value))
-        return issues
+            kept.append((name, value, pointer, cls, preview))
+        lines = recording.lines_for([pointer for _, _, pointer, _, _ in kept])
+        return [self._issue(Issue(display, line, cls, pointer=self.masked_pointer(pointer),
+                                  slot=name, preview=preview), value)
+                for (name, value, pointer, cls, preview), line in zip(kept, lines, strict=True)]
 
     def masked_pointer(self, pointer: str) -> str:
         """`pointer` with every member name that holds a secret masked (`/sk-p…`): an object

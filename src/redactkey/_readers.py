@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ahocorasick_rs
+
 from ._canonical import JSONValue, pointer_join
 from ._cassettes import (
     Interaction,
@@ -72,6 +74,7 @@ __all__ = [
     "body_streams",
     "exchanges",
     "header_sites",
+    "names_a_stream",
     "read_recording",
     "read_stream",
     "split_events",
@@ -501,13 +504,24 @@ _COMMON_HEADERS = frozenset({
 })
 
 
+_HEADER_MAP_KEYS: dict[tuple[Any, ...], bool] = {}  # member names -> a header map by them
+
+
 def _is_header_map(value: dict[str, Any], parent: str) -> bool:
     lowered = parent.lower()
     if "header" in lowered or lowered in ("metadata", "reqheaders"):
         return True
     if len(value) < 2:
         return False
-    return sum(map(_COMMON_HEADERS.__contains__, map(str.lower, map(str, value)))) >= 2
+    if len(value) > 16:
+        return sum(map(_COMMON_HEADERS.__contains__, map(str.lower, map(str, value)))) >= 2
+    names = tuple(value)  # the objects of one recording repeat a few shapes
+    known = _HEADER_MAP_KEYS.get(names)
+    if known is None:
+        known = sum(map(_COMMON_HEADERS.__contains__, map(str.lower, map(str, value)))) >= 2
+        if len(_HEADER_MAP_KEYS) < 4096:
+            _HEADER_MAP_KEYS[names] = known
+    return known
 
 
 def _flat_pairs(value: list[Any]) -> bool:
@@ -538,7 +552,9 @@ def _generic_sites(document: JSONValue) -> Iterator[tuple[str, str, str]]:
                             yield key, item, pointer_join(child, index)
                         continue
                 if isinstance(value, (dict, list)):
-                    stack.append((value, pointer_join(pointer, key), str(key), depth + 1))
+                    child = f"{pointer}/{key}" if type(key) is str and "~" not in key \
+                        and "/" not in key else pointer_join(pointer, key)
+                    stack.append((value, child, str(key), depth + 1))
         elif isinstance(node, list):
             headerish = "header" in parent.lower()
             if headerish and _flat_pairs(node):
@@ -555,7 +571,7 @@ def _generic_sites(document: JSONValue) -> Iterator[tuple[str, str, str]]:
                         continue
                 elif not isinstance(item, list):
                     continue
-                stack.append((item, pointer_join(pointer, index), parent, depth + 1))
+                stack.append((item, f"{pointer}/{index}", parent, depth + 1))
 
 
 def header_sites(recording: Recording) -> Iterator[tuple[str, str, str]]:
@@ -583,6 +599,16 @@ _SSE_DATA = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)(?=\r?$)")
 _SSE_SHAPE = re.compile(r"^(?:data|event|id|retry):|^:", re.ASCII)
 # Markers in a file's text that it may hold a streamed body named by its content type.
 STREAM_HINTS = ("event-stream", "ndjson", "amazon.eventstream", "jsonl", "json-seq")
+_STREAM_HINT_FINDER = ahocorasick_rs.AhoCorasick(
+    list(STREAM_HINTS), implementation=ahocorasick_rs.Implementation.DFA)
+
+
+def names_a_stream(text: str) -> bool:
+    """Whether `text` holds one of `STREAM_HINTS` (one pass over the text for all)."""
+    try:
+        return bool(_STREAM_HINT_FINDER.find_matches_as_indexes(text))
+    except UnicodeEncodeError:  # lone surrogates
+        return any(hint in text for hint in STREAM_HINTS)
 
 
 @dataclass(frozen=True)

@@ -207,20 +207,21 @@ MAX_NESTING = 100
 
 def nesting_exceeds(value: Any, limit: int = MAX_NESTING) -> bool:
     """Whether JSON-like `value` nests deeper than `limit` (iterative: no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            children: Iterable[Any] = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if level >= limit:
+    # one level of containers at a time; scalars are never kept
+    level: list[Any] = [value] if isinstance(value, (dict, list)) else []
+    depth = 0
+    while level:
+        if depth >= limit:
             return True
-        stack.extend((child, level + 1) for child in children
-                     if isinstance(child, (dict, list)))
+        deeper: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            deeper.extend([child for child in children if isinstance(child, (dict, list))])
+        level = deeper
+        depth += 1
     return False
+
+
 _MAX_PASSES = 8
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _SCALARS = frozenset({int, float, bool, type(None)})

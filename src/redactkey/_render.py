@@ -36,6 +36,17 @@ def render(
 
 
 _SCALAR_TYPES = (str, int, float, bool, type(None))
+_FLAT: dict[int, tuple[json.JSONEncoder, json.JSONEncoder]] = {}  # per level: object, array
+
+
+def _flat_encoders(level: int) -> tuple[json.JSONEncoder, json.JSONEncoder]:
+    encoders = _FLAT.get(level)
+    if encoders is None:
+        separators = (",\n" + "  " * (level + 1), ": ")
+        encoders = (json.JSONEncoder(sort_keys=True, separators=separators),
+                    json.JSONEncoder(separators=separators))
+        _FLAT[level] = encoders
+    return encoders
 
 
 def pretty_json(value: object, level: int = 0) -> str:
@@ -44,14 +55,14 @@ def pretty_json(value: object, level: int = 0) -> str:
     inner = "\n" + "  " * (level + 1)
     if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
         if all(isinstance(v, _SCALAR_TYPES) for v in value.values()):
-            body = json.dumps(value, sort_keys=True, separators=("," + inner, ": "))[1:-1]
+            body = _flat_encoders(level)[0].encode(value)[1:-1]
         else:
             body = ("," + inner).join(f"{json.dumps(k)}: {pretty_json(value[k], level + 1)}"
                                       for k in sorted(value))
         return "{" + inner + body + "\n" + "  " * level + "}"
     if isinstance(value, (list, tuple)) and value:
         if all(isinstance(v, _SCALAR_TYPES) for v in value):
-            body = json.dumps(value, separators=("," + inner, ": "))[1:-1]
+            body = _flat_encoders(level)[1].encode(value)[1:-1]
         else:
             body = ("," + inner).join(pretty_json(v, level + 1) for v in value)
         return "[" + inner + body + "\n" + "  " * level + "]"
