@@ -4,15 +4,22 @@ Each style maps to a real file that uses it. Where the file is in ../shared (thi
 corpora), the test reads the value from its line there and runs `check` and `audit`
 over the whole file: nothing but notes at that line (skipped when ../shared is absent).
 Where the file is in a public repository, only its one value line is embedded below,
-with the repository and path in a comment, and a minimal recording around it must be
-clean in both commands.
+with the repository and path in a comment, and a minimal recording of the same format
+around it must be clean in both commands; the same recording with a real-looking value
+(built at run time) must be reported at that line, so the clean results can fail.
+
+All cases are files of one temporary directory (plus the shared files) read by one
+`check` run and one `audit` run for the module, in process, as the CLI does.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,6 +66,7 @@ class Public:
     source: str  # repository and path
     header: str
     value: str
+    format: str = "vcrpy"  # the recording format the line was committed in
 
 
 PUBLIC = [
@@ -72,33 +80,23 @@ PUBLIC = [
     Public("[NAME]", "andrewdieken/clockface spec/fixtures/vcr_cassettes/"
            "PersonGroup_Operations_Create/creates_a_person_group.yml",
            "Ocp-Apim-Subscription-Key", "[FACE_API_KEY]"),
+    # JupiterOne/graph-okta src/okta/__recordings__/delayNextApiRequest_2022936668/
+    # recording.har (Polly.JS via @jupiterone/integration-sdk-testing,
+    # redactedRequestHeaders: ['Authorization'], commit af086f0e):
+    # `"name": "authorization",` / `"value": "[REDACTED]"`
+    Public("[REDACTED]", "JupiterOne/graph-okta src/okta/__recordings__/"
+           "delayNextApiRequest_2022936668/recording.har", "authorization", "[REDACTED]",
+           "har"),
+    # AxelOhlander/upsales-python-sdk tests/cassettes/integration/
+    # test_currencies_integration/test_get_master_currency.yaml (vcrpy
+    # filter_headers=[("cookie", "REDACTED"), ...], commit dc949a47): the session
+    # cookie `cookie:` / `- REDACTED`
+    Public("REDACTED", "AxelOhlander/upsales-python-sdk tests/cassettes/integration/"
+           "test_currencies_integration/test_get_master_currency.yaml", "cookie", "REDACTED"),
 ]
 
 
-def _findings(capsys: pytest.CaptureFixture[str], command: str, path: Path
-              ) -> list[tuple[int, str]]:
-    main([command, "--format", "json", str(path)])
-    data = json.loads(capsys.readouterr().out)
-    assert data["files"], data["skipped"]
-    return [(f["line"], f["rule"]) for f in data["findings"] if f["severity"] != "note"]
-
-
-@pytest.mark.parametrize("source", SHARED, ids=lambda s: s.style)
-def test_style_in_a_shared_recording(source: Shared, shared_dir: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """The value sits at its line under its header, and neither command reports it."""
-    path = shared_dir / source.path
-    if not path.exists():
-        pytest.skip(f"{source.path} is not in ../shared here")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    assert lines[source.line - 1].strip().endswith(source.value)
-    assert source.header + ":" in "\n".join(lines[source.line - 3:source.line])
-    assert looks_redacted(source.value, is_placeholder)
-    for command in ("check", "audit"):
-        assert source.line not in {line for line, _ in _findings(capsys, command, path)}
-
-
-def _cassette(header: str, value: str) -> str:
+def _vcrpy(header: str, value: str) -> str:
     return (
         "interactions:\n- request:\n    body: '{\"model\": \"m\"}'\n    headers:\n"
         f"      {header}:\n      - {json.dumps(value)}\n    method: POST\n"
@@ -108,22 +106,131 @@ def _cassette(header: str, value: str) -> str:
     )
 
 
-@pytest.mark.parametrize("source", PUBLIC, ids=lambda s: s.style)
-def test_style_in_a_public_recording(source: Public, tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """The value line as committed in that repository is clean in check and audit."""
-    path = tmp_path / "recording.yaml"
-    path.write_text(_cassette(source.header, source.value), encoding="utf-8")
+def _har(header: str, value: str) -> str:
+    entry = {
+        "request": {"method": "GET", "url": "https://api.example.com/v1/users",
+                    "httpVersion": "HTTP/1.1", "cookies": [],
+                    "headers": [{"name": header, "value": value}], "queryString": [],
+                    "headersSize": -1, "bodySize": 0},
+        "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1",
+                     "cookies": [], "headers": [{"name": "content-type",
+                                                 "value": "application/json"}],
+                     "content": {"mimeType": "application/json", "size": 12,
+                                 "text": '{"ok": true}'},
+                     "redirectURL": "", "headersSize": -1, "bodySize": 12},
+        "startedDateTime": "2020-12-03T14:54:43.077Z", "time": 1, "cache": {},
+        "timings": {"send": 0, "wait": 1, "receive": 0},
+    }
+    log = {"version": "1.2", "creator": {"name": "Polly.JS", "version": "5.0.0"},
+           "entries": [entry]}
+    return json.dumps({"log": log}, indent=2) + "\n"
+
+
+WRITERS = {"vcrpy": (_vcrpy, ".yaml"), "har": (_har, ".har")}
+
+
+def _real_looking(value: str) -> str:
+    """A value of the same kind that is not a placeholder, built here (not a real key)."""
+    body = "".join("abcdefghijkmnpqrstuvwxyz23456789"[(i * 7 + 3) % 32] for i in range(36))
+    return f"Bearer {body}" if value.startswith("Bearer ") else body
+
+
+def _line_of(text: str, value: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if json.dumps(value) in line)
+
+
+SHARED_ROOT = Path(__file__).resolve().parent.parent.parent / "shared"
+
+
+@dataclass(frozen=True)
+class Runs:
+    """What one `check` and one `audit` run said about every case file."""
+
+    formats: dict[str, dict[Path, str]]  # command -> file -> format read
+    reported: dict[str, dict[Path, list[tuple[int, str, str]]]]  # (line, rule, severity)
+    cases: dict[str, tuple[Path, int, Path, int]]  # style -> clean file, line, twin, line
+
+
+def _run(command: str, paths: list[Path]) -> dict[str, Any]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main([command, "--format", "json", *map(str, paths)])
+    data: dict[str, Any] = json.loads(out.getvalue())
+    return data
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """Every public case and its real-looking twin written to one directory, read together
+    with the shared files by one run of each command."""
+    folder = tmp_path_factory.mktemp("placeholder-sources")
+    cases = {}
+    for n, case in enumerate(PUBLIC):
+        write, suffix = WRITERS[case.format]
+        clean, twin = folder / f"{n}-clean{suffix}", folder / f"{n}-real{suffix}"
+        real = _real_looking(case.value)
+        clean_text, twin_text = write(case.header, case.value), write(case.header, real)
+        clean.write_text(clean_text, encoding="utf-8")
+        twin.write_text(twin_text, encoding="utf-8")
+        cases[case.style] = (clean, _line_of(clean_text, case.value),
+                             twin, _line_of(twin_text, real))
+    shared = [SHARED_ROOT / s.path for s in SHARED if (SHARED_ROOT / s.path).exists()]
+    formats: dict[str, dict[Path, str]] = {}
+    reported: dict[str, dict[Path, list[tuple[int, str, str]]]] = {}
     for command in ("check", "audit"):
-        assert _findings(capsys, command, path) == []
+        data = _run(command, [folder, *shared])
+        formats[command] = {Path(f["path"]).resolve(): f["format"] for f in data["files"]}
+        found: dict[Path, list[tuple[int, str, str]]] = {}
+        for f in data["findings"]:
+            found.setdefault(Path(f["path"]).resolve(), []).append(
+                (f["line"], f["rule"], f["severity"]))
+        reported[command] = found
+    return Runs(formats, reported, cases)
+
+
+@pytest.mark.parametrize("source", SHARED, ids=lambda s: s.style)
+def test_style_in_a_shared_recording(source: Shared, shared_dir: Path, runs: Runs) -> None:
+    """The value sits at its line under its header, and neither command reports it."""
+    path = shared_dir / source.path
+    if not path.exists():
+        pytest.skip(f"{source.path} is not in ../shared here")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[source.line - 1].strip().endswith(source.value)
+    assert source.header + ":" in "\n".join(lines[source.line - 3:source.line])
+    assert looks_redacted(source.value, is_placeholder)
+    for command in ("check", "audit"):
+        assert path.resolve() in runs.formats[command]
+        found = runs.reported[command].get(path.resolve(), [])
+        assert source.line not in {line for line, _, severity in found if severity != "note"}
+
+
+@pytest.mark.parametrize("source", PUBLIC, ids=lambda s: s.style)
+def test_style_in_a_public_recording(source: Public, runs: Runs) -> None:
+    """The value line as committed in that repository is clean in check and audit."""
+    clean, _, _, _ = runs.cases[source.style]
+    assert looks_redacted(source.value, is_placeholder)
+    for command in ("check", "audit"):
+        assert runs.formats[command][clean.resolve()] == source.format
+        assert runs.reported[command].get(clean.resolve(), []) == []
+
+
+@pytest.mark.parametrize("source", PUBLIC, ids=lambda s: s.style)
+def test_a_real_value_in_the_same_place_is_reported(source: Public, runs: Runs) -> None:
+    """The same recording with a real-looking value there is reported at that line (so the
+    test above can fail)."""
+    _, _, twin, line = runs.cases[source.style]
+    for command in ("check", "audit"):
+        assert runs.formats[command][twin.resolve()] == source.format
+        found = runs.reported[command].get(twin.resolve(), [])
+        assert [f for f in found if f[0] == line and f[2] != "note"], (command, found)
 
 
 @pytest.mark.parametrize("value", ["Bearer not-a-placeholder-0123456789abcdefghij",
                                    "XXXXXXXX0123456789abcdefghijklmn"])
-def test_a_real_value_under_the_same_header_is_reported(
-        value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The same minimal recording with a real-looking value is a finding (so the tests
-    above can fail)."""
+def test_a_placeholder_look_alike_is_reported(value: str, tmp_path: Path) -> None:
+    """A value that only starts like a placeholder is an error."""
     path = tmp_path / "recording.yaml"
-    path.write_text(_cassette("Authorization", value), encoding="utf-8")
-    assert _findings(capsys, "audit", path) == [(6, "sensitive-key")]
+    path.write_text(_vcrpy("Authorization", value), encoding="utf-8")
+    data = _run("audit", [path])
+    assert [(f["line"], f["rule"]) for f in data["findings"]
+            if f["severity"] != "note"] == [(6, "sensitive-key")]
