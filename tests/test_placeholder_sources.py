@@ -93,6 +93,11 @@ PUBLIC = [
     # cookie `cookie:` / `- REDACTED`
     Public("REDACTED", "AxelOhlander/upsales-python-sdk tests/cassettes/integration/"
            "test_currencies_integration/test_get_master_currency.yaml", "cookie", "REDACTED"),
+    # cal-itp/data-infra airflow/tests/hooks/cassettes/test_airtable_hook/
+    # TestAirtableHook.test_retrieve.yaml (vcrpy filter_headers=[("Authorization",
+    # "FILTERED"), ...], commit d3eed3bd): the Airtable token `Authorization:` / `- FILTERED`
+    Public("FILTERED", "cal-itp/data-infra airflow/tests/hooks/cassettes/test_airtable_hook/"
+           "TestAirtableHook.test_retrieve.yaml", "Authorization", "FILTERED"),
 ]
 
 
