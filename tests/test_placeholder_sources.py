@@ -64,9 +64,10 @@ class Public:
 
     style: str
     source: str  # repository and path
-    header: str
+    slot: str  # the header (or, with place "query", the query parameter) holding it
     value: str
     format: str = "vcrpy"  # the recording format the line was committed in
+    place: str = "header"
 
 
 PUBLIC = [
@@ -98,10 +99,18 @@ PUBLIC = [
     # "FILTERED"), ...], commit d3eed3bd): the Airtable token `Authorization:` / `- FILTERED`
     Public("FILTERED", "cal-itp/data-infra airflow/tests/hooks/cassettes/test_airtable_hook/"
            "TestAirtableHook.test_retrieve.yaml", "Authorization", "FILTERED"),
+    # CardTapp/yext-api spec/cassettes/Yext_Api_KnowledgeApi_HealthCheck_Health/index/
+    # gets_a_list_of_health.yml (Ruby VCR filter_sensitive_data("fake_api_key"), commit
+    # 76cfb0fc): the API key as a query parameter
+    # `uri: https://sandbox.yext.com/v2/healthy?api_key=fake_api_key&v=20161012`
+    Public("fake_*", "CardTapp/yext-api spec/cassettes/Yext_Api_KnowledgeApi_HealthCheck_"
+           "Health/index/gets_a_list_of_health.yml", "api_key", "fake_api_key", "ruby-vcr",
+           "query"),
 ]
 
 
-def _vcrpy(header: str, value: str) -> str:
+def _vcrpy(header: str, value: str, place: str = "header") -> str:
+    assert place == "header"
     return (
         "interactions:\n- request:\n    body: '{\"model\": \"m\"}'\n    headers:\n"
         f"      {header}:\n      - {json.dumps(value)}\n    method: POST\n"
@@ -111,7 +120,8 @@ def _vcrpy(header: str, value: str) -> str:
     )
 
 
-def _har(header: str, value: str) -> str:
+def _har(header: str, value: str, place: str = "header") -> str:
+    assert place == "header"
     entry = {
         "request": {"method": "GET", "url": "https://api.example.com/v1/users",
                     "httpVersion": "HTTP/1.1", "cookies": [],
@@ -131,7 +141,21 @@ def _har(header: str, value: str) -> str:
     return json.dumps({"log": log}, indent=2) + "\n"
 
 
-WRITERS = {"vcrpy": (_vcrpy, ".yaml"), "har": (_har, ".har")}
+def _ruby_vcr(param: str, value: str, place: str = "header") -> str:
+    assert place == "query"
+    return (
+        "---\nhttp_interactions:\n- request:\n    method: get\n"
+        f"    uri: https://api.example.com/v2/healthy?{param}={value}&v=20161012\n"
+        "    body:\n      encoding: US-ASCII\n      string: ''\n    headers:\n"
+        "      User-Agent:\n      - Faraday v0.13.1\n  response:\n    status:\n"
+        "      code: 200\n      message: OK\n    headers:\n      content-type:\n"
+        "      - text/plain; charset=utf-8\n    body:\n      encoding: UTF-8\n"
+        "      string: ok\n    http_version:\n"
+        "  recorded_at: Mon, 22 Jan 2018 18:38:40 GMT\nrecorded_with: VCR 4.0.0\n"
+    )
+
+
+WRITERS = {"vcrpy": (_vcrpy, ".yaml"), "har": (_har, ".har"), "ruby-vcr": (_ruby_vcr, ".yml")}
 
 
 def _real_looking(value: str) -> str:
@@ -141,7 +165,7 @@ def _real_looking(value: str) -> str:
 
 
 def _line_of(text: str, value: str) -> int:
-    return next(n for n, line in enumerate(text.splitlines(), 1) if json.dumps(value) in line)
+    return next(n for n, line in enumerate(text.splitlines(), 1) if value in line)
 
 
 SHARED_ROOT = Path(__file__).resolve().parent.parent.parent / "shared"
@@ -174,7 +198,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         write, suffix = WRITERS[case.format]
         clean, twin = folder / f"{n}-clean{suffix}", folder / f"{n}-real{suffix}"
         real = _real_looking(case.value)
-        clean_text, twin_text = write(case.header, case.value), write(case.header, real)
+        clean_text = write(case.slot, case.value, case.place)
+        twin_text = write(case.slot, real, case.place)
         clean.write_text(clean_text, encoding="utf-8")
         twin.write_text(twin_text, encoding="utf-8")
         cases[case.style] = (clean, _line_of(clean_text, case.value),

@@ -131,6 +131,8 @@ PLACEHOLDER_STYLES: tuple[PlaceholderStyle, ...] = (
     PlaceholderStyle("test-key", "test_openai_api_key",
                      "open-telemetry/opentelemetry-python-contrib openai-v2 cassettes"),
     PlaceholderStyle("fake", "fake-project", "open-telemetry/opentelemetry-python-contrib"),
+    PlaceholderStyle("fake-underscore", "fake_api_key",
+                     "CardTapp/yext-api Ruby VCR cassettes (api_key query parameter)"),
     PlaceholderStyle("query-filtered", "key=FILTERED", "vcrpy filter_query_parameters"),
 )
 
