@@ -381,7 +381,9 @@ class ModelFixtures:
         self.how_to_record = how_to_record or self._how_to_record()
         self._recorded: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
-        self._keyed = threading.local()  # see key_of
+        self._keyed = threading.local()  # see key_of and recorded
+        self._kinds: set[str] = set()  # kinds the store has accepted
+        self._specs: dict[str, KeySpec] = {}
         self._validators: dict[str, Any] = {}
         self.verify_rules = verify if verify is not None else VerifyRules()
         self.on_drift = on_drift
@@ -409,7 +411,14 @@ class ModelFixtures:
 
     def spec_for(self, kind: str) -> KeySpec:
         """The key spec of `kind`: `spec` when given, else the configuration's."""
-        return self.spec if self.spec is not None else self.config.key_spec(kind)
+        if self.spec is not None:
+            return self.spec
+        spec = self._specs.get(kind)
+        if spec is None:
+            spec = self.config.key_spec(kind)  # the configuration is frozen: built once
+            if len(self._specs) < 256:
+                self._specs[kind] = spec
+        return spec
 
     def _key(self, kind: str, request: Any, spec: KeySpec | None) -> _Call:
         last = getattr(self._keyed, "last", None)
@@ -417,7 +426,10 @@ class ModelFixtures:
             self._keyed.last = None  # one use only, whatever comes next
             if last[0] == kind and last[1] is request and last[2] is spec:
                 return last[3]  # type: ignore[no-any-return]
-        self.store.path_for(kind, "0" * 64)  # refuse a bad kind before anything else
+        if not isinstance(kind, str) or kind not in self._kinds:
+            self.store.path_for(kind, "0" * 64)  # refuse a bad kind before anything else
+            if len(self._kinds) < 256:
+                self._kinds.add(kind)
         # Credentials the request sends by name (a key from a config file or a constructor
         # argument, not only the environment) join the run secrets before anything is
         # redacted: an answer that echoes one loses it. In replay too, so that a dummy key
@@ -610,27 +622,30 @@ class ModelFixtures:
             problems.append(f"{pointer or '(root)'}: {message}")
         return problems
 
+    def _where(self, fixture: Fixture) -> str:
+        return str(self.store.path_for(fixture.kind, fixture.key))
+
     def _answer_from(self, fixture: Fixture, schema: Mapping[str, Any] | None) -> Any:
-        path = str(self.store.path_for(fixture.kind, fixture.key))
         outcome = fixture.outcome
         if outcome == "error":
-            self._raise_recorded(fixture, path)
+            self._raise_recorded(fixture, self._where(fixture))
         if outcome == "chunks":
-            raise StaleFixtureError(path, "it holds a stream but the call wants one answer")
+            raise StaleFixtureError(self._where(fixture),
+                                    "it holds a stream but the call wants one answer")
         answer = _copy_json(fixture.answer) if self.copy_answers else fixture.answer
         problems = self._schema_problems(schema, answer)
         if problems:
-            raise StaleFixtureError(path, "the answer breaks the current schema: "
-                                    + "; ".join(problems))
+            raise StaleFixtureError(self._where(fixture), "the answer breaks the current "
+                                    "schema: " + "; ".join(problems))
         return answer
 
     def _chunks_from(self, fixture: Fixture) -> list[Any]:
-        path = str(self.store.path_for(fixture.kind, fixture.key))
         outcome = fixture.outcome
         if outcome == "error":
-            self._raise_recorded(fixture, path)
+            self._raise_recorded(fixture, self._where(fixture))
         if outcome == "answer":
-            raise StaleFixtureError(path, "it holds one answer but the call wants a stream")
+            raise StaleFixtureError(self._where(fixture),
+                                    "it holds one answer but the call wants a stream")
         chunks = _copy_json(fixture.chunks) if self.copy_answers else fixture.chunks
         return cast(list[Any], chunks)
 

@@ -130,7 +130,7 @@ def kind_for_file_name(name: str) -> tuple[str, str] | None:
     return None
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def _read_bytes(path: str | Path) -> bytes | None:
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -192,26 +192,31 @@ class FixtureDir:
     def location(self) -> str:
         return str(self.path)
 
-    def path_for(self, kind: str, key: str) -> Path:
-        """The file for (kind, key); refuses kinds and keys that could leave the directory."""
+    def _file_name(self, kind: str, key: str) -> str:
         stem = self._stems.get(kind) if isinstance(kind, str) else None
         if stem is None:
             stem = _file_stem(kind)
             if len(self._stems) < 1024:  # a store sees a handful of kinds
                 self._stems[kind] = stem
         _check_key(key)
-        return self.path / f"{stem}.{key}.json"
+        return f"{stem}.{key}.json"
+
+    def path_for(self, kind: str, key: str) -> Path:
+        """The file for (kind, key); refuses kinds and keys that could leave the directory."""
+        return self.path / self._file_name(kind, key)
 
     def get(self, kind: str, key: str) -> Fixture | None:
         """The recorded call, None when no file exists; a bad file raises FixtureFormatError."""
-        path = self.path_for(kind, key)
+        # A plain string, not a Path: building a Path per lookup interns its name in the
+        # interpreter's string table, which then grows and is rehashed as replays go on.
+        path = os.path.join(str(self.path), self._file_name(kind, key))
         data = _read_bytes(path)
         if data is None:
             return None
-        fixture = parse_fixture(str(path), data)
+        fixture = parse_fixture(path, data)
         if fixture.kind != kind or fixture.key != key:
             raise FixtureFormatError(
-                str(path),
+                path,
                 f"the file name says kind {kind!r} key {key} but the file holds kind "
                 f"{fixture.kind!r} key {fixture.key}",
             )

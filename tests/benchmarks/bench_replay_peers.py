@@ -20,8 +20,9 @@ Needs the `bench` extra (`pip install -e '.[test,bench]'`: cassetter).
 3. Prompt-size sweep: 60 non-streamed calls per size (1, 32, 256 KB prompts), best of
    `--rounds`, redactkey against canned. Target: added cost <= +0.15 ms at 1 KB and
    <= +1.5 ms at 256 KB.
-4. Memory: `--memory` replays through one transport under tracemalloc; the peak after
-   the first tenth and at the end (flat: no growth per call).
+4. Memory: `--memory` replays through one transport under tracemalloc; the peak and the
+   memory still held after a collection, after the first tenth and at the end, and their
+   growth per call. Target: flat (<= 10 bytes per call).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ TARGET_CANNED = 1.10
 TARGET_VCRPY = 4.0
 SWEEP_KB = (1, 32, 256)
 SWEEP_TARGET_MS = {1: 0.15, 256: 1.5}
+MEMORY_SLOPE = 10.0  # bytes per call: flat, within tracemalloc's own noise
 
 ANSWER: dict[str, Any] = {
     "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "m",
@@ -216,30 +218,40 @@ def _verdict(ok: bool) -> str:
     return "ok" if ok else "MISSED"
 
 
-def _memory(tools: Tools, calls: list[Call], total: int) -> None:
+def _memory(tools: Tools, calls: list[Call], total: int) -> bool:
+    """Peak and retained traced memory after the first tenth of `total` replays and at the
+    end, and their growth per call; True when both stay flat."""
     transport = FixtureTransport(tools.store, mode="replay", redactor=tools.redactor)
     client = _client(tools.base_url, transport)
     plain = [prompt for prompt, stream in calls if not stream]
-    marks: list[tuple[int, float]] = []
+    marks: list[tuple[int, float, float]] = []  # (calls, peak, retained after gc) in bytes
     tracemalloc.start()
     done = 0
-    checkpoints = {total // 10, total}
+    checkpoints = sorted({max(1, total // 10), total})
     while done < total:
-        batch = plain[: min(len(plain), total - done)]
+        batch = plain[: min(len(plain), checkpoints[len(marks)] - done)]
         for prompt in batch:
             messages: Any = [{"role": "user", "content": prompt}]
             client.chat.completions.create(model="m", messages=messages)
         done += len(batch)
-        if any(done >= c and all(m[0] < c for m in marks) for c in checkpoints):
+        if done == checkpoints[len(marks)]:
             gc.collect()
-            marks.append((done, tracemalloc.get_traced_memory()[1] / 1e6))
+            current, peak = tracemalloc.get_traced_memory()
+            marks.append((done, peak, current))
     tracemalloc.stop()
     client.close()
-    (first_n, first), (last_n, last) = marks[0], marks[-1]
-    growth = (last - first) * 1e6 / max(1, last_n - first_n)
-    print(f"\nmemory, {total:,} replays through one transport (tracemalloc peak):")
-    print(f"  after {first_n:>6,}: {first:7.2f} MB   after {last_n:>6,}: {last:7.2f} MB   "
-          f"growth {growth:+.1f} bytes/call  {_verdict(growth < 50)}")
+    (first_n, first_peak, first_kept), (last_n, last_peak, last_kept) = marks[0], marks[-1]
+    calls_between = max(1, last_n - first_n)
+    peak_slope = (last_peak - first_peak) / calls_between
+    kept_slope = (last_kept - first_kept) / calls_between
+    print(f"\nmemory, {total:,} replays through one transport (tracemalloc):")
+    print(f"  peak      after {first_n:>6,}: {first_peak / 1e6:7.3f} MB   after {last_n:>6,}: "
+          f"{last_peak / 1e6:7.3f} MB   slope {peak_slope:+7.2f} bytes/call  "
+          f"target <= {MEMORY_SLOPE:.0f}  {_verdict(peak_slope <= MEMORY_SLOPE)}")
+    print(f"  retained  after {first_n:>6,}: {first_kept / 1e6:7.3f} MB   after {last_n:>6,}: "
+          f"{last_kept / 1e6:7.3f} MB   slope {kept_slope:+7.2f} bytes/call  "
+          f"target <= {MEMORY_SLOPE:.0f}  {_verdict(kept_slope <= MEMORY_SLOPE)}")
+    return peak_slope <= MEMORY_SLOPE and kept_slope <= MEMORY_SLOPE
 
 
 def main() -> int:
@@ -268,8 +280,7 @@ def main() -> int:
             server.stop()
 
         if args.only_memory:
-            _memory(tools, calls, args.memory)
-            return 0
+            return 0 if _memory(tools, calls, args.memory) else 1
         print(f"{args.calls} openai SDK calls (half streamed, {EVENTS} events; 2 KB prompts), "
               f"best of {args.rounds}, us per call:")
         times = {
@@ -307,7 +318,7 @@ def main() -> int:
             print(line)
 
         if args.memory:
-            _memory(tools, calls, args.memory)
+            failed |= not _memory(tools, calls, args.memory)
     return 1 if failed else 0
 
 

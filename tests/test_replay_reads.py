@@ -1,0 +1,101 @@
+"""A replayed call reads its fixture once, and a lookup builds what it needs only once.
+
+The HTTP layer asks whether a recording is a stream before replaying it; that read is
+the replay's own (`ModelFixtures.recorded`), never a second read of the same file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from redactkey import (
+    FixtureDir,
+    FixtureTransport,
+    MissingFixtureError,
+    ModelFixtures,
+    Redactor,
+)
+from redactkey._format import Fixture
+
+
+class CountingStore:
+    """A store that counts reads of the store it wraps."""
+
+    def __init__(self, inner: FixtureDir) -> None:
+        self.inner = inner
+        self.gets = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def get(self, kind: str, key: str) -> Fixture | None:
+        self.gets += 1
+        return self.inner.get(kind, key)
+
+
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "one read"}]}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> CountingStore:
+    fixtures = ModelFixtures(FixtureDir(tmp_path), mode="record", redactor=Redactor())
+    fixtures.call("chat", REQUEST, lambda: {"text": "recorded"})
+    return CountingStore(FixtureDir(tmp_path))
+
+
+class TestRecorded:
+    """`ModelFixtures.recorded` reads for the call that follows it."""
+
+    def test_the_next_call_of_that_request_reads_nothing_more(
+        self, store: CountingStore
+    ) -> None:
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
+        found = fixtures.recorded("chat", REQUEST)
+        assert found is not None
+        assert found.answer == {"text": "recorded"}
+        assert fixtures.call("chat", REQUEST, None) == {"text": "recorded"}
+        assert store.gets == 1
+
+    def test_another_request_reads_again(self, store: CountingStore) -> None:
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
+        fixtures.recorded("chat", REQUEST)
+        other = {**REQUEST, "model": "m2"}
+        fixtures.recorded("chat", other)
+        assert fixtures.call("chat", REQUEST, None) == {"text": "recorded"}
+        assert store.gets == 3
+
+    def test_the_read_is_used_once(self, store: CountingStore) -> None:
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
+        fixtures.recorded("chat", REQUEST)
+        fixtures.call("chat", REQUEST, None)
+        fixtures.call("chat", REQUEST, None)
+        assert store.gets == 2
+
+    def test_a_miss_is_reported_as_a_miss(self, tmp_path: Path) -> None:
+        fixtures = ModelFixtures(FixtureDir(tmp_path / "empty"), mode="replay",
+                                 redactor=Redactor())
+        assert fixtures.recorded("chat", REQUEST) is None
+        with pytest.raises(MissingFixtureError):
+            fixtures.call("chat", REQUEST, None)
+
+
+class TestTransport:
+    """An HTTP replay whose request does not say whether it streams reads its file once."""
+
+    def test_one_read_per_replayed_call(self, tmp_path: Path) -> None:
+        inner = httpx2.MockTransport(lambda request: httpx2.Response(200, json={"a": 1}))
+        recorder = FixtureTransport(FixtureDir(tmp_path), mode="record", inner=inner)
+        with httpx2.Client(transport=recorder) as client:
+            client.post("https://api.example.com/v1/x", json={"q": 1})
+        store = CountingStore(FixtureDir(tmp_path))
+        replay = FixtureTransport(store, mode="replay")  # type: ignore[arg-type]
+        with httpx2.Client(transport=replay) as client:
+            for round_ in range(1, 4):
+                assert client.post("https://api.example.com/v1/x", json={"q": 1}).json() == {
+                    "a": 1
+                }
+                assert store.gets == round_
