@@ -25,6 +25,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                    if test in getattr(r, "nodeid", "")]
         ran = {r.nodeid for r in reports if r.passed and r.when == "call"}
         seen = {r.nodeid for r in reports}
+        sessions = {r.nodeid for r in reports if r.passed and r.when == "call"
+                    and any(name == "docs_pytest_session" for name, _ in r.user_properties)}
         if seen:
             terminalreporter.write_line(
-                f"docs: {len(ran)} of {len(seen)} {what} of README.md and docs/ ran")
+                f"docs: {len(ran)} of {len(seen)} {what} of README.md and docs/ ran"
+                + (f" ({len(sessions)} recorded and replayed as pytest sessions)"
+                   if sessions else ""))

@@ -17,10 +17,11 @@ Behaviour is chosen by the request's model name:
 
 A prompt holding ``ECHO:<token>`` gets an answer that repeats the token; streamed,
 the answer is cut into `delta_size`-character deltas, so the token is split across
-events. Every response carries the headers real providers send and fixtures must not
-keep (set-cookie, organisation and project ids, request ids, rate limits, cf-ray,
-processing time, date). Streams are written in `write_size`-byte pieces, so lines
-are cut across reads; `pause` seconds pass before each event (time-to-first-chunk
+events. A prompt holding one of the questions of `ANSWERS` gets its fixed answer (the
+docs' test examples assert on them). Every response carries the headers real providers
+send and fixtures must not keep (set-cookie, organisation and project ids, request ids,
+rate limits, cf-ray, processing time, date). Streams are written in `write_size`-byte
+pieces, so lines are cut across reads; `pause` seconds pass before each event (time-to-first-chunk
 checks) and `written` holds the time each streamed event was sent. `encoding` ("gzip"
 or "deflate", or "br" when the `brotli` package is present) compresses non-streamed
 bodies.
@@ -41,12 +42,20 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeProvider", "SeenRequest"]
+__all__ = ["ANSWERS", "FakeProvider", "SeenRequest"]
 
 _ECHO = re.compile(r"ECHO:(\S+)")
 _GEMINI = re.compile(
     r"/v1beta/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)"
 )
+# the docs' test examples ask these and assert on the answers ("Paris", three lines, ...)
+ANSWERS = {
+    "Where is the Eiffel Tower?": "The Eiffel Tower is in Paris, France.",
+    "Count to three.": "One, two, three.",
+    "Write a haiku about fixtures.": (
+        "Recorded just once\nsecrets masked, the answers kept\nreplayed without keys"
+    ),
+}
 _FAILURES = {"unauthorized": 401, "forbidden": 403, "server-error": 500, "bad-request": 400}
 
 
@@ -326,9 +335,13 @@ def _texts(value: Any) -> Iterator[str]:
 
 
 def _reply_text(prompt: Any) -> str:
-    match = _ECHO.search(" ".join(_texts(prompt)))
+    text = " ".join(_texts(prompt))
+    match = _ECHO.search(text)
     if match:
         return f"Your token is {match.group(1)} as requested."
+    for question, answer in ANSWERS.items():
+        if question in text:
+            return answer
     return "Hello from the fake provider."
 
 

@@ -12,6 +12,16 @@ below completes it:
                                    may define `conftest` (the text of a conftest.py);
                                    then pytest runs the module in a temporary project
                                    and every test in it must pass
+    <!-- docs: conftest -->          the block is the `tests/conftest.py` of its page's
+                                   recorded session (it also runs as code)
+    <!-- docs: recorded -->          the block is a test module (`# tests/test_x.py`) of
+                                   its page's recorded session: the page's `recorded`
+                                   and `conftest` blocks form one project, which pytest
+                                   runs once with `--redactkey-mode=record` against
+                                   local fake providers on loopback (a host alias keys
+                                   them as the real API hosts), then again in replay
+                                   with the fakes stopped, no base URLs and other keys;
+                                   every test of the block must pass in both runs
 
 A setup may enter context managers (local fake servers) on `stack`, which is closed
 after the block. There is no marker that skips a block: every Python block runs, and
@@ -27,6 +37,7 @@ import asyncio
 import contextlib
 import os
 import re
+import secrets
 import textwrap
 import warnings
 from pathlib import Path
@@ -36,6 +47,7 @@ import pytest
 
 from conftest import ROOT
 from docblocks import DOCS, PYTHON, Block, blocks, fence_count
+from fakeprovider import FakeProvider
 
 pytest_plugins = ["pytester"]
 
@@ -268,7 +280,10 @@ def test_python_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.Mon
                     namespace["stack"] = stack
                     _run(textwrap.dedent(SETUPS[setup]), f"setup {setup}", namespace)
                     del namespace["stack"]
-                if "pytest" in step.options:
+                if "recorded" in step.options:
+                    request.node.user_properties.append(("docs_pytest_session", step.name))
+                    _check_recorded(step, request)
+                elif "pytest" in step.options:
                     _run_test_module(step, namespace, request.getfixturevalue("pytester"))
                 else:
                     _run(step.code, step.name, namespace)
@@ -303,13 +318,89 @@ def _run_test_module(block: Block, namespace: dict[str, Any],
     assert result.parseoutcomes().get("passed", 0) >= 1, shown
 
 
+_PROJECTS: dict[Path, tuple[pytest.RunResult, pytest.RunResult]] = {}
+_QUIET_PLUGINS = ("-p", "redactkey.pytest_plugin", "-p", "no:cacheprovider",
+                  "--import-mode=importlib", "--strict-markers", "-q")
+
+
+def _fake_key(prefix: str) -> str:
+    return prefix + secrets.token_urlsafe(36).replace("-", "x").replace("_", "y")
+
+
+def _recorded_project(path: Path, request: pytest.FixtureRequest) -> tuple[Any, Any]:
+    """The record and replay runs of the page's session (made once per page and process)."""
+    if path in _PROJECTS:
+        return _PROJECTS[path]
+    # imported here, the SDKs stay imported across the in-process runs (pytester drops
+    # the modules a run imports, and importing them again costs seconds per run)
+    import anthropic  # noqa: F401
+    import httpx2  # noqa: F401
+    import openai  # noqa: F401
+
+    pytester: pytest.Pytester = request.getfixturevalue("pytester")
+    monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+    page = [b for b in BLOCKS if b.path == path]
+    tests = pytester.path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text(
+        "\n\n".join(b.code for b in page if "conftest" in b.options), encoding="utf-8")
+    for block in page:
+        if "recorded" in block.options:
+            named = re.match(r"#\s*(tests/\S+\.py)\b", block.code)
+            assert named, f"{block.name}: a recorded block starts with # tests/test_x.py"
+            assert not (pytester.path / named.group(1)).exists(), f"{block.name}: file twice"
+            (pytester.path / named.group(1)).write_text(block.code, encoding="utf-8")
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    for name in ("REDACTKEY_MODE", "REDACTKEY_MODEL_MODE", "OPENAI_BASE_URL",
+                 "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeProvider() as openai_fake, FakeProvider() as anthropic_fake:
+        hosts = {openai_fake.url: "api.openai.com", anthropic_fake.url: "api.anthropic.com"}
+        pytester.makepyprojecttoml("[tool.redactkey.hosts]\n" + "".join(
+            f'"{url.removeprefix("http://")}" = "{host}"\n' for url, host in hosts.items()))
+        monkeypatch.setenv("OPENAI_BASE_URL", openai_fake.url + "/v1")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_fake.url)
+        monkeypatch.setenv("OPENAI_API_KEY", _fake_key("sk-proj-"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", _fake_key("sk-ant-api03-"))
+        record = pytester.runpytest(*_QUIET_PLUGINS, "--redactkey-mode=record", "tests")
+        assert openai_fake.seen or anthropic_fake.seen, "the record run made no call"
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("OPENAI_API_KEY", _fake_key("sk-proj-"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", _fake_key("sk-ant-api03-"))
+    replay = pytester.runpytest(*_QUIET_PLUGINS, "--redactkey-mode=replay", "tests")
+    _PROJECTS[path] = (record, replay)
+    return record, replay
+
+
+def _check_recorded(block: Block, request: pytest.FixtureRequest) -> None:
+    """Every test the block defines passed, recorded and then replayed."""
+    named = re.match(r"#\s*(tests/\S+\.py)\b", block.code)
+    assert named, f"{block.name}: a recorded block starts with # tests/test_x.py"
+    defined = {node.name for node in ast.parse(block.code).body
+               if isinstance(node, ast.FunctionDef) and node.name.startswith("test")}
+    assert defined, f"{block.name}: a recorded block defines tests"
+    for run, result in zip(("record", "replay"), _recorded_project(block.path, request),
+                           strict=True):
+        shown = f"{block.name} ({run}):\n" + "\n".join(result.outlines[-40:])
+        reports = [r for r in result.reprec.getreports(
+                       ("pytest_runtest_logreport", "pytest_collectreport"))
+                   if r.nodeid.split("::")[0] == named.group(1)]
+        assert not [r for r in reports if r.failed], shown
+        passed = {r.nodeid.split("::")[-1] for r in reports if r.passed and r.when == "call"}
+        assert passed == defined, shown
+
+
 def test_count_of_blocks_run(capsys: pytest.CaptureFixture[str]) -> None:
     """The parser finds every Python fence of the docs (indented ones too); each runs as a
     test of its own, and the run's summary prints how many ran."""
     assert len(BLOCKS) == fence_count(PYTHON)
     with capsys.disabled():
         print(f"\ndocs: {len(BLOCKS)} Python blocks collected from {len(DOCS)} files "
-              f"({sum('setup' in b.options for b in BLOCKS)} with a hidden setup)")
+              f"({sum('setup' in b.options for b in BLOCKS)} with a hidden setup, "
+              f"{sum('recorded' in b.options for b in BLOCKS)} recorded and replayed "
+              f"as pytest sessions)")
+    assert sum("recorded" in b.options for b in BLOCKS) >= 4
     assert len(BLOCKS) >= 42
 
 
