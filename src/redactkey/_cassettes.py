@@ -224,7 +224,6 @@ class Recording:
         as `line_for` would; the others are asked of `line_for` one by one."""
         out = [0] * len(pointers)
         if len(pointers) >= 8 and isinstance(self.lines, _LazyJSONLines) and self.lines.pending:
-            self._asked = 8  # many lines: index the newlines at once
             wanted: dict[str, list[int]] = {}
             for index, pointer in enumerate(pointers):
                 found = _string_ancestor(self.document, pointer)
@@ -243,11 +242,13 @@ class Recording:
                 if not seen[which]:
                     first[which] = start
                 seen[which] += 1
-            for which, needle in enumerate(needles):
-                if seen[which] == 1:
-                    line = self._line_at(first[which])
-                    for index in wanted[needle]:
-                        out[index] = line
+            # lines of the strings met once, counting newlines from one to the next
+            line, at = 1, 0
+            for start, which in sorted((first[w], w) for w in range(len(needles)) if seen[w] == 1):
+                line += self.text.count("\n", at, start)
+                at = start
+                for index in wanted[needles[which]]:
+                    out[index] = line
         return [line or self.line_for(pointer) for line, pointer in zip(out, pointers, strict=True)]
 
     def line_for(self, pointer: str, offset: int | None = None) -> int:

@@ -612,7 +612,7 @@ class Redactor:
         items = [
             item
             if type(item) in _SCALARS
-            else self._value(item, pointer_join(pointer, i) if track else "", found, depth)
+            else self._value(item, f"{pointer}/{i}" if track else "", found, depth)
             for i, item in enumerate(value)
         ]
         if len(items) == 2 and isinstance(value, list) and self._pair_is_sensitive(items):
@@ -641,7 +641,12 @@ class Redactor:
         out: dict[Any, Any] = {}
         track = found is not None
         for key, item in value.items():
-            child = pointer_join(pointer, str(key)) if track else ""
+            if not track:
+                child = ""
+            elif type(key) is str and "~" not in key and "/" not in key:
+                child = f"{pointer}/{key}"  # nothing to escape (pointer_join's result)
+            else:
+                child = pointer_join(pointer, str(key))
             if type(key) is not str:
                 out[key] = (
                     item if type(item) in _SCALARS else self._value(item, child, found, depth)
