@@ -346,6 +346,25 @@ class TestTransportOptions:
             client.post("https://api.example.test/v1/x", json={"q": 1})
         assert len(reads) == 2
 
+    @pytest.mark.parametrize("library", [httpx, httpx2], ids=["httpx", "httpx2"])
+    def test_replayed_stream_is_one_piece_of_the_same_bytes(
+        self, tmp_path: Path, library: Any
+    ) -> None:
+        """A replayed stream's events are all at hand: they go out as one piece, the bytes
+        the live stream sent."""
+        raw = b'data: {"a":1}\n\nevent: x\ndata: {"b":[2]}\n\ndata: [DONE]\n\n'
+        pieces = [raw[i : i + 5] for i in range(0, len(raw), 5)]
+        received = []
+        for mode in ("record", "replay"):
+            inner = library.MockTransport(_sse_handler(pieces))
+            transport = FixtureTransport(FixtureDir(tmp_path), mode=mode, inner=inner)
+            with library.Client(transport=transport) as client, client.stream(
+                "POST", "https://api.example.test/v1/x", json={"stream": True}
+            ) as response:
+                received.append(list(response.iter_raw()))
+        assert b"".join(received[0]) == raw and len(received[0]) > 1
+        assert received[1] == [raw]
+
     def test_stream_read_to_its_end_marker_is_recorded(self, tmp_path: Path) -> None:
         """A consumer that stops at [DONE] and closes still leaves a complete recording."""
         raw = b"data: 1\n\ndata: [DONE]\n\ndata: trailing\n\n"

@@ -57,6 +57,7 @@ from ._http import (
     refuses_stream,
     response_document,
     shown_url,
+    stream_bytes,
     wants_stream,
 )
 from ._replay import ModelFixtures
@@ -421,8 +422,18 @@ class HttpFixtures:
         self, content_type: str | None, chunk: JSON, document: Mapping[str, JSON]
     ) -> bytes:
         """A stored chunk back on the wire; a malformed one names its fixture file."""
+        return self._wire(lambda: chunk_bytes(content_type, chunk), document)
+
+    def _replayed(
+        self, content_type: str | None, chunks: Iterable[JSON], document: Mapping[str, JSON]
+    ) -> bytes:
+        """A replayed stream's stored chunks back as the one body they make: all of them
+        are at hand, and one piece costs the client one read instead of one per event."""
+        return self._wire(lambda: stream_bytes(content_type, chunks), document)
+
+    def _wire(self, encode: Callable[[], bytes], document: Mapping[str, JSON]) -> bytes:
         try:
-            return chunk_bytes(content_type, chunk)
+            return encode()
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             from ._keys import request_key
 
@@ -534,7 +545,10 @@ class HttpFixtures:
             head = None
         status, headers = self._head(head, document)
         content_type = headers.get("content-type")
-        pieces = self._encoded(chunks, content_type, document)
+        pieces: Iterator[bytes] = (
+            iter([self._replayed(content_type, chunks, document)]) if not opened
+            else self._encoded(chunks, content_type, document)
+        )
 
         def close() -> None:
             try:
@@ -643,6 +657,9 @@ class HttpFixtures:
         content_type = headers.get("content-type")
 
         async def pieces() -> AsyncIterator[bytes]:
+            if not opened:  # replayed: the stored chunks as one body
+                yield self._replayed(content_type, [chunk async for chunk in chunks], document)
+                return
             async for chunk in chunks:
                 yield self._encode(content_type, chunk, document)
 

@@ -554,6 +554,14 @@ def chunk_bytes(content_type: str | None, chunk: Mapping[str, JSON]) -> bytes:
     return body_bytes(chunk)
 
 
+def stream_bytes(content_type: str | None, chunks: Iterable[Mapping[str, JSON]]) -> bytes:
+    """Stored chunks of a streamed response back as the one body they make on the wire
+    (what `chunk_bytes` gives chunk by chunk, joined): the encoder is chosen once."""
+    if is_event_stream(content_type):
+        return b"".join([event_bytes(chunk) for chunk in chunks])
+    return b"".join([chunk_bytes(content_type, chunk) for chunk in chunks])
+
+
 def shown_url(url: str, redactor: Redactor | None) -> str:
     """A URL fit for an error message: redacted, or without userinfo and query."""
     if redactor is not None:
