@@ -362,7 +362,8 @@ class TestTransportOptions:
                 "POST", "https://api.example.test/v1/x", json={"stream": True}
             ) as response:
                 received.append(list(response.iter_raw()))
-        assert b"".join(received[0]) == raw and len(received[0]) > 1
+        assert b"".join(received[0]) == raw
+        assert len(received[0]) > 1
         assert received[1] == [raw]
 
     def test_stream_read_to_its_end_marker_is_recorded(self, tmp_path: Path) -> None:
