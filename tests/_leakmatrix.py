@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from helpers import checksummed_token
+
 ALNUM = string.ascii_letters + string.digits
 URLSAFE = ALNUM + "-_"
 UPPER = string.ascii_uppercase + string.digits
@@ -58,7 +60,7 @@ TOKEN_BUILDERS: dict[str, Callable[[random.Random], str]] = {
     "github-fine-grained": lambda r: (
         "github" + "_pat_" + _pick(r, ALNUM, 22) + "_" + _pick(r, ALNUM, 59)
     ),
-    "github-classic": lambda r: "gh" + "p_" + _pick(r, ALNUM, 36),
+    "github-classic": lambda r: checksummed_token("gh" + "p_", _pick(r, ALNUM, 30)),
     "aws-akia": lambda r: "AK" + "IA" + _pick(r, UPPER, 16),
     "aws-asia": lambda r: "AS" + "IA" + _pick(r, UPPER, 16),
     "jwt": _jwt,

@@ -5,11 +5,29 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["ChangingProvider", "chat_answer", "chat_chunks"]
+__all__ = ["ChangingProvider", "chat_answer", "chat_chunks", "checksummed_token"]
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def checksummed_token(prefix: str, body: str) -> str:
+    """A GitHub- or npm-shaped token whose checksum holds: `prefix`, the 30 characters
+    `body` (letters and digits), then their CRC32 in base62, 6 characters padded with
+    zeros. Computed here, apart from the product's own code, so a test of the checksum
+    rule is not checked against itself. Valid for nothing: the body is made up."""
+    if len(body) != 30 or not body.isascii() or not body.isalnum():
+        raise ValueError(f"a token body is 30 letters and digits, not {body!r}")
+    number = zlib.crc32(body.encode("ascii"))
+    checksum = ""
+    while number:
+        number, digit = divmod(number, 62)
+        checksum = _BASE62[digit] + checksum
+    return prefix + body + checksum.rjust(6, "0")
 
 
 def chat_answer(text: str = "Hello there", **changes: Any) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import checksummed_token
+from redactkey import Redactor
 from redactkey._cli import main
 from redactkey._detectors import fake
 
@@ -80,6 +82,31 @@ class TestNearMiss:
         code, report = check(capsys, "notes.txt")
         assert code == 1
         assert _rules(report) == [("github-token-near-miss", "warning")]
+
+    @pytest.mark.parametrize("prefix", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "npm_"])
+    def test_checksum(self, workdir: Path, capsys: pytest.CaptureFixture[str],
+                      prefix: str) -> None:
+        """A token of the right length is an error when its CRC32 checksum holds and a
+        near-miss warning when it fails; the Redactor replaces both."""
+        good = checksummed_token(prefix, fake(30, seed="crc-" + prefix))
+        # the last character changed: the checksum no longer holds
+        bad = good[:-1] + ("A" if good[-1] != "A" else "B")
+        family = "npm-token" if prefix == "npm_" else "github-token"
+        for value, expected in ((good, (family, "error")),
+                                (bad, (family + "-near-miss", "warning"))):
+            (workdir / "notes.txt").write_text(f"token {value} here\n", encoding="utf-8")
+            code, report = check(capsys, "notes.txt")
+            assert (code, _rules(report)) == (1, [expected]), value[:6]
+            assert Redactor().redact(f"token {value} here") == "token [REDACTED] here"
+
+    def test_documented_example_is_a_near_miss(self, workdir: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+        """GitHub's own documentation example token fails its checksum: a warning."""
+        (workdir / "api.json").write_text(
+            '{"content": "use ghu_16C7e42F292c6912E7710c838347Ae178B4a"}\n', encoding="utf-8")
+        code, report = check(capsys, "api.json")
+        assert code == 1
+        assert {severity for _rule, severity in _rules(report)} == {"warning"}
 
 
 class TestInlinePragmas:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from helpers import checksummed_token
 from redactkey import Redactor, _detectors
 from redactkey._detectors import (
     DEFAULT_RULES,
@@ -39,7 +40,7 @@ POSITIVE = {
     "perplexity-api-key": "pp" + "lx-" + A * 6,
     "langsmith-api-key": "ls" + "v2_pt_" + HEX * 2 + "_" + HEX[:10],
     "tavily-api-key": "tv" + "ly-" + A * 4,
-    "github-token": "gh" + "p_" + A * 5,
+    "github-token": checksummed_token("gh" + "p_", A * 3 + "xyzzyx"),
     "github-fine-grained": "github" + "_pat_" + A * 4,
     "gitlab-token": "gl" + "pat-" + A * 3,
     "aws-access-key-id": "AK" + "IA" + "Q" * 4 + "2345678901WX",
@@ -52,7 +53,7 @@ POSITIVE = {
     "mailchimp-key": "abcdef0123456789" * 2 + "-us12",
     "twilio-key": "SK" + "0123456789abcdef" * 2,
     "azure-storage-key": "AccountKey=" + "Ab1+" * 22,
-    "npm-token": "//registry.npmjs.org/:_authToken=npm_" + A * 4,
+    "npm-token": "//registry.npmjs.org/:_authToken=" + checksummed_token("npm_", A * 3 + "xyzzyx"),
 }
 
 
@@ -144,6 +145,43 @@ class TestShapes:
         assert not looks_high_entropy("password-reset-link")
         assert not looks_high_entropy(HEX * 4)
         assert not looks_high_entropy("with spaces 123 abc def ghi")
+
+
+class TestChecksums:
+    """GitHub's and npm's token checksum: the base62 CRC32 of the 30 random characters."""
+
+    def test_checksum_matches_an_independent_computation(self) -> None:
+        """`base62_crc32` agrees with the tests' own computation on many bodies, zero
+        padding included."""
+        rng = random.Random(11)
+        bodies = ["0" * 30, "z" * 30] + [
+            "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(30))
+            for _ in range(500)]
+        for body in bodies:
+            assert "ghp_" + body + _detectors.base62_crc32(body) == checksummed_token(
+                "ghp_", body)
+        padded = [body for body in bodies if _detectors.base62_crc32(body).startswith("0")]
+        assert padded, "no body with a checksum under 62**5 met"
+
+    @pytest.mark.parametrize("prefix", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "npm_"])
+    def test_any_changed_character_fails(self, prefix: str) -> None:
+        """Changing any one character of a valid token turns it into a near miss."""
+        detectors = Detectors()
+        good = checksummed_token(prefix, "Qx7Lm2Pz9Rt4Vb8Nc3Hd6Jf1Kg5Ws0")
+        family = "npm-token" if prefix == "npm_" else "github-token"
+        assert [s.rule for s in detectors.spans(f"t {good} .")] == [family]
+        for at in range(4, len(good)):
+            other = "a" if good[at] != "a" else "b"
+            bad = good[:at] + other + good[at + 1:]
+            assert [s.rule for s in detectors.spans(f"t {bad} .")] == [family + "-near-miss"]
+
+    def test_other_shapes_are_not_checked(self) -> None:
+        """Underscores, longer tokens and `ghs_` wrapping a JWT carry no checksum."""
+        detectors = Detectors()
+        for token in ("gh" + "s_" + A * 2 + "_" + A * 2 + "abc",
+                      "gh" + "r_" + A * 10,
+                      "github" + "_pat_" + A * 4):
+            assert [s.rule for s in detectors.spans(f"t {token} .")] == ["github-token"]
 
 
 class TestSseLineEndings:

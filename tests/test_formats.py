@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from helpers import checksummed_token
 from redactkey._cli import main
 from redactkey._placeholders import PLACEHOLDER_STYLES, is_placeholder
 from redactkey._readers import (
@@ -349,7 +350,7 @@ class TestStreamFiles:
     def test_split_keys_in_stream_files(self, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
         """Each file's split key at the line of the event where it starts."""
-        token = "ghp_" + "HandMadeTestValue0123456789" + "abcdefghij"
+        token = checksummed_token("gh" + "p_", "HandMadeTestValue0123456789" + "abc")
         lines = [{"message": {"content": "hello"}},
                  {"message": {"content": "the token is " + token[:14]}},
                  {"message": {"content": token[14:] + " ok"}}]

@@ -8,10 +8,11 @@ import json
 
 import pytest
 
+from helpers import checksummed_token
 from redactkey import Finding, Redactor, RunSecrets, UsageError
 
 TOKEN = "sk-proj-" + "A1b2" * 12
-GH = "gh" + "p_" + "Z9y8" * 9
+GH = checksummed_token("gh" + "p_", "Z9y8" * 7 + "Z9")
 
 
 def _secrets(**values: str) -> RunSecrets:

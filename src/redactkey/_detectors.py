@@ -29,6 +29,7 @@ import re
 import string
 import time
 import warnings
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -75,6 +76,7 @@ __all__ = [
     "Literals",
     "Rule",
     "Span",
+    "base62_crc32",
     "fake",
     "grows_linearly",
     "is_known_id",
@@ -174,6 +176,45 @@ def rule(
         ids=ids,
         near_miss=near_miss,
     )
+
+
+_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+
+
+def base62_crc32(text: str) -> str:
+    """The 6 characters that end a GitHub (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`) or npm
+    (`npm_`) token: the CRC32 of the 30 random characters before them, in base62
+    (`0-9A-Za-z`), padded with leading zeros."""
+    number = zlib.crc32(text.encode("ascii", "replace"))
+    digits = []
+    for _ in range(6):  # 62**6 > 2**32: six digits hold any CRC32
+        number, digit = divmod(number, 62)
+        digits.append(_BASE62[digit])
+    return "".join(reversed(digits))
+
+
+def _checksummed(token: str) -> bool | None:
+    """For a token of the checksummed shape (a 4-character prefix, then 30 + 6 letters
+    and digits), whether its checksum holds; None for any other shape."""
+    body = token[4:]
+    if len(body) != 36 or not body.isascii() or not body.isalnum():
+        return None
+    return base62_crc32(body[:30]) == body[30:]
+
+
+def _checksum_holds(token: str) -> bool:
+    """A GitHub or npm token whose checksum holds, or of a shape that carries none."""
+    return _checksummed(token) is not False
+
+
+def _checksum_fails(token: str) -> bool:
+    return _checksummed(token) is False
+
+
+def _with_checksum(prefix: str, seed: str) -> str:
+    """An example token of the checksummed shape whose checksum holds (valid for nothing)."""
+    body = fake(30, seed=seed)
+    return prefix + body + base62_crc32(body)
 
 
 def _jwt_ok(token: str) -> bool:
@@ -494,16 +535,22 @@ _OWN_RULES: tuple[Rule, ...] = (
         "github-token",
         _lead("ghp_", "gho_", "ghu_", "ghr_") + r"[A-Za-z0-9_]{36,255}",
         keywords=("ghp_", "gho_", "ghu_", "ghr_"),
-        shape="`ghp_`, `gho_`, `ghu_`, `ghr_` + 36",
-        examples=("gh" + "p_" + fake(36, seed="ghp"), "gh" + "u_" + fake(36, seed="ghu")),
-        not_examples=("ghp_" + "x" * 8,),
+        validate=_checksum_holds,
+        shape="`ghp_`, `gho_`, `ghu_`, `ghr_` + 30 + a 6-character CRC32 checksum",
+        examples=(_with_checksum("gh" + "p_", "ghp"), _with_checksum("gh" + "u_", "ghu"),
+                  _with_checksum("gh" + "r_", "ghr")),
+        not_examples=("ghp_" + "x" * 8, "gh" + "p_" + fake(36, seed="ghp"),
+                      # GitHub's documentation example (its checksum fails)
+                      "ghu_16C7e42F292c6912E7710c838347Ae178B4a"),
     ),
     rule(
         "github-token",
         _lead("ghs_") + r"[A-Za-z0-9._\-]{36,2048}(?<![.\-])",
         keywords=("ghs_",),
-        shape="`ghs_` + 36 (underscores too), or `ghs_` wrapping a JWT",
-        examples=("gh" + "s_" + fake(20, seed="ghs1") + "_" + fake(15, seed="ghs2"),
+        validate=_checksum_holds,
+        shape="`ghs_` + 30 + checksum, `ghs_` + 36 with underscores, or `ghs_` wrapping a JWT",
+        examples=(_with_checksum("gh" + "s_", "ghs"),
+                  "gh" + "s_" + fake(20, seed="ghs1") + "_" + fake(15, seed="ghs2"),
                   "gh" + "s_" + _JWT_HEAD + "." + _JWT_BODY + "." + fake(43, _URLSAFE,
                                                                          seed="ghsjwt")),
     ),
@@ -580,9 +627,24 @@ _OWN_RULES: tuple[Rule, ...] = (
         r"//[^\s/]{1,256}/:_authToken=[ \t]{0,4}(npm_[A-Za-z0-9]{20,64}|[A-Fa-f0-9\-]{36})",
         keywords=("_authToken",),
         group=1,
-        shape="`//registry/:_authToken=npm_…` in `.npmrc`",
-        examples=("//registry.npmjs.org/:_authToken=npm_" + fake(36, seed="npm"),),
+        validate=_checksum_holds,
+        shape="`//registry/:_authToken=npm_…` (or a UUID) in `.npmrc`",
+        examples=("//registry.npmjs.org/:_authToken=" + _with_checksum("npm_", "npm"),
+                  "//registry.npmjs.org/:_authToken=" + fake(8, _HEXDIGITS, seed="u1") + "-"
+                  + fake(4, _HEXDIGITS, seed="u2") + "-4" + fake(3, _HEXDIGITS, seed="u3")
+                  + "-8" + fake(3, _HEXDIGITS, seed="u4") + "-"
+                  + fake(12, _HEXDIGITS, seed="u5")),
         ids=True,
+    ),
+    rule(
+        "npm-token",
+        _lead("npm_") + r"[A-Za-z0-9]{36}",
+        keywords=("npm_",),
+        validate=_checksum_holds,
+        shape="`npm_` + 30 + a 6-character CRC32 checksum",
+        examples=("NPM_TOKEN=" + _with_checksum("np" + "m_", "npm2"),),
+        not_examples=("npm_config_cache=/tmp/npm-cache",
+                      "np" + "m_" + fake(36, seed="npm-nocheck")),
     ),
     rule(
         "bearer-token",
@@ -665,6 +727,21 @@ def _near(name: str, prefixes: Sequence[str], body: str, example: str) -> Rule:
     )
 
 
+def _near_checksum(name: str, prefixes: Sequence[str], seed: str) -> Rule:
+    """A provider's prefix before a body of the right length whose own checksum fails:
+    a made-up sample or a mistyped key, never one the provider issued."""
+    good = _with_checksum(prefixes[0], seed)
+    return rule(
+        # not the head of a JWT that `ghs_` wraps (36 characters, then `.`)
+        name + "-near-miss", _lead(*prefixes) + r"[A-Za-z0-9]{36}(?!\.[A-Za-z0-9])",
+        keywords=prefixes, validate=_checksum_fails,
+        shape=f"`{prefixes[0]}` + 36 whose CRC32 checksum fails (a warning in `redact check`)",
+        examples=(prefixes[0] + fake(36, seed=seed),
+                  good[:-1] + ("0" if good[-1] != "0" else "1")),
+        not_examples=(good,), near_miss=True,
+    )
+
+
 # Near misses: the lengths around each fixed-length shape the rules above miss.
 _NEAR_MISS_RULES: tuple[Rule, ...] = (
     _near("openai-api-key", ("sk-proj-", "sk-svcacct-", "sk-admin-"), r"[A-Za-z0-9_\-]{10,19}",
@@ -675,6 +752,11 @@ _NEAR_MISS_RULES: tuple[Rule, ...] = (
           "AI" + "za" + fake(30, seed="nm-google")),
     _near("github-token", ("ghp_", "gho_", "ghu_", "ghr_"), r"[A-Za-z0-9]{20,35}",
           "gh" + "p_" + fake(30, seed="nm-github")),
+    # GitHub's and npm's tokens end with a checksum of their own (GitHub's blog, "Behind
+    # GitHub's new authentication token formats", and "Announcing npm's new access token
+    # format"): a token of the right length whose checksum fails is a near miss.
+    _near_checksum("github-token", ("ghp_", "gho_", "ghu_", "ghr_", "ghs_"), "nm-gh-crc"),
+    _near_checksum("npm-token", ("npm_",), "nm-npm-crc"),
     _near("aws-access-key-id", ("AKIA", "ASIA"), r"[A-Z0-9]{12,15}|[A-Z0-9]{17,20}",
           "AK" + "IA" + fake(14, _UPPER, seed="nm-aws")),
     _near("huggingface-token", ("hf_",), r"[A-Za-z0-9]{24,33}|[A-Za-z0-9]{35,40}",

@@ -144,8 +144,9 @@ def rule_for(rule_id: str) -> FindingRule:
         return known
     if rule_id.endswith("-near-miss"):
         return FindingRule(rule_id, "secret", "warning",
-                    "a provider's key prefix with the wrong length: a typo, a truncated paste "
-                    "or a made-up sample, not a working key as it stands",
+                    "a provider's key prefix with the wrong length or a failing checksum: a "
+                    "typo, a truncated paste or a made-up sample, not a working key as it "
+                    "stands",
                     "replace it with a placeholder (`redact scrub --write`); if it was a real "
                     "key, rotate it")
     return FindingRule(rule_id, "secret", "error",

@@ -32,6 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ for helpers
+
+from helpers import checksummed_token
+
 TARGET_RATIO = 50.0
 ALNUM = string.ascii_letters + string.digits
 _PROSE = ("the model answered with a short list of capitals and a note about the weather "
@@ -50,7 +54,7 @@ def _planted(rng: random.Random) -> list[tuple[str, str]]:
         ("openai", "sk-proj-" + _rand(rng, 48)),
         ("anthropic", "sk-ant-api03-" + _rand(rng, 40)),
         ("google", "AIza" + _rand(rng, 35)),
-        ("github", "ghp_" + _rand(rng, 36)),
+        ("github", checksummed_token("ghp_", _rand(rng, 30))),
         ("aws", "AKIA" + _rand(rng, 16, string.ascii_uppercase + string.digits)),
         ("huggingface", "hf_" + _rand(rng, 34)),
         ("groq", "gsk_" + _rand(rng, 52)),

@@ -47,6 +47,10 @@ from typing import Any
 import yaml
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # tests/ for helpers
+
+from helpers import checksummed_token  # noqa: E402
+
 MANIFEST = HERE / "labelled_manifest.json"
 ALPHABETS = {
     "alnum": string.ascii_letters + string.digits,
@@ -88,7 +92,8 @@ def _parts(parts: list[Any], rng: random.Random) -> str:
             out.append(base64.b64encode(_parts(part["base64_of"], rng).encode()).decode())
         else:
             alphabet = ALPHABETS[part["alphabet"]]
-            out.append("".join(rng.choice(alphabet) for _ in range(int(part["length"]))))
+            body = "".join(rng.choice(alphabet) for _ in range(int(part["length"])))
+            out.append(checksummed_token("", body) if part.get("checksum") else body)
     return "".join(out)
 
 
