@@ -8,9 +8,40 @@ import threading
 import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ChangingProvider", "chat_answer", "chat_chunks", "checksummed_token"]
+if TYPE_CHECKING:
+    from redactkey._findings import Report
+
+__all__ = ["AUDIT_ONLY_RULES", "ChangingProvider", "assert_one_answer", "chat_answer",
+           "chat_chunks", "checksummed_token"]
+
+# rules about a fixture tree rather than a value: the audit's alone
+AUDIT_ONLY_RULES = frozenset({
+    "duplicate-interaction", "volatile-request-field", "oversized-file", "duplicate-key",
+    "unused-fixture", "not-canonical", "key-mismatch", "schema-invalid", "unknown-version",
+    "unparsable-file", "volatile-key-material"})
+
+
+def assert_one_answer(reports: dict[str, Report]) -> None:
+    """`check`, `audit` and `scrub` (a dry run) over the same paths: the same files read,
+    the same skipped, the same rule at the same line for every value (scrub lists what it
+    would rewrite: the audit's errors and warnings)."""
+    files = {command: sorted(path for path, _fmt in report.read_files)
+             for command, report in reports.items()}
+    assert files["check"] == files["audit"] == files["scrub"]
+    skipped = {command: sorted(report.skipped) for command, report in reports.items()}
+    assert skipped["check"] == skipped["audit"] == skipped["scrub"]
+
+    def by_value(report: Report, levels: tuple[str, ...]) -> set[tuple[str, int, str]]:
+        return {(i.path, i.line, i.rule) for i in report.issues
+                if i.level in levels and i.rule not in AUDIT_ONLY_RULES}
+
+    everything = ("error", "warning", "note")
+    assert by_value(reports["check"], everything) == by_value(reports["audit"], everything)
+    assert by_value(reports["scrub"], ("error", "warning")) == \
+        by_value(reports["audit"], ("error", "warning"))
+
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from helpers import checksummed_token
+from helpers import assert_one_answer, checksummed_token
 from redactkey._cli import main
 from redactkey._placeholders import PLACEHOLDER_STYLES, is_placeholder
 from redactkey._readers import (
@@ -44,6 +44,11 @@ LEAKY: dict[str, tuple[str, list[tuple[int, str]]]] = {
     "cassetter-leaky.toml": ("cassetter", [(13, "sensitive-key"), (21, "identifying-header")]),
     "dd-leaky.json": ("dd-test-agent", [(6, "sensitive-key"), (17, "identifying-header")]),
     "har-gzip-leaky.har": ("har", [(49, "github-token"), (49, "sensitive-key")]),
+    # streams saved as files of their own: SSE (a key split across events 1-2, a token in
+    # an `id:` line, a credential header inside an event) and NDJSON
+    "stream-leaky.sse": ("sse", [(10, "openai-api-key"), (17, "github-token"),
+                                 (18, "sensitive-key")]),
+    "stream-leaky.ndjson": ("ndjson", [(2, "github-token"), (4, "sensitive-key")]),
 }
 CLEAN = {name.replace("-leaky", "-clean"): fmt for name, (fmt, _) in LEAKY.items()}
 
@@ -111,6 +116,45 @@ class TestEveryFormat:
         assert (code, findings(data)) == (0, [])
 
 
+class TestOneAnswer:
+    """check, audit and scrub over every hand-made file, streams saved as files and
+    streams sent as request bodies included."""
+
+    def test_three_commands_agree(self) -> None:
+        """The same files, formats and skipped; the same rule at the same line."""
+        from redactkey._audit import audit_paths
+        from redactkey._check import check_paths
+        from redactkey._cli import _setup
+        from redactkey._scrub import plan_paths
+
+        roots = [str(DATA)]
+        _config, checker = _setup(None, (), normalise=False)
+        _config, auditing = _setup(None, ())
+        reports = {
+            "check": check_paths(roots, checker),
+            "audit": audit_paths(roots, auditing),
+            "scrub": plan_paths(roots, auditing, write=False, echo=lambda _line: None),
+        }
+        assert_one_answer(reports)
+        read = dict(reports["audit"].read_files)
+        assert {Path(path).name: fmt for path, fmt in read.items()
+                if Path(path).name.startswith("stream-")} == {
+            "stream-clean.ndjson": "ndjson", "stream-clean.sse": "sse",
+            "stream-leaky.ndjson": "ndjson", "stream-leaky.sse": "sse"}
+        scrubbed = {(Path(i.path).name, i.line, i.rule) for i in reports["scrub"].issues}
+        assert {f for f in scrubbed if "request" in f[0] or f[0].startswith("stream-")} == {
+            ("ndjson-request-leaky.yaml", 5, "openai-api-key"),
+            ("ndjson-request-leaky.yaml", 7, "sensitive-key"),
+            ("sse-request-leaky.har", 21, "github-token"),
+            ("sse-request-leaky.har", 21, "sensitive-key"),
+            ("stream-leaky.ndjson", 2, "github-token"),
+            ("stream-leaky.ndjson", 4, "sensitive-key"),
+            ("stream-leaky.sse", 10, "openai-api-key"),
+            ("stream-leaky.sse", 17, "github-token"),
+            ("stream-leaky.sse", 18, "sensitive-key"),
+        }
+
+
 class TestReadersAPI:
     """`read_recording` and `exchanges`: the format-neutral view of a recording."""
 
@@ -139,6 +183,24 @@ class TestReadersAPI:
         assert split_events('{"b": 1}\n{"b": 2}\n', "application/x-ndjson") == [
             {"b": 1}, {"b": 2}]
         assert split_events("plain", "text/plain") == []
+
+    def test_write_stream_keeps_every_other_byte(self) -> None:
+        """Only the strings that changed are written again: spacing, key order and
+        `\\u` escapes stay; a change that is not a string's (a number under a credential
+        name) writes that event whole, compactly; the framing is rewritten by `framing`."""
+        from redactkey._readers import read_stream, write_stream
+
+        body = ('id: a\ndata: { "k" :  "caf\\u00e9 x" , "n": 1 }\n\n'
+                'data: {"pin": 12345678, "m": "y"}\n\n')
+        stream = read_stream(body, "text/event-stream")
+        assert stream is not None
+        values = [{"k": "caf\u00e9 [R]", "n": 1}, {"pin": "[R]", "m": "y"}]
+        renamed = write_stream(stream, values,
+                               framing=lambda text: text.replace("id: a", "id: b"))
+        assert renamed == (
+            'id: b\ndata: { "k" :  "caf\\u00e9 [R]" , "n": 1 }\n\n'
+            'data: {"pin":"[R]","m":"y"}\n\n')
+        assert write_stream(stream, [e.value for e in stream.events]) is body
 
 
 class TestWalk:
@@ -273,36 +335,48 @@ class TestVocabulary:
         assert header_class(name) == meaning
 
 
-# streamed bodies -> [(line, rule, pointer, detail)] of every finding
-STREAMED: dict[str, tuple[str, list[tuple[int, str, str, str]]]] = {
+# streamed bodies -> [(line, rule, pointer, detail)] of every finding, and the events
+# scrub rewrites
+STREAMED: dict[str, tuple[str, list[tuple[int, str, str, str]], list[int]]] = {
     "sse-leaky.yaml": ("vcrpy", [
         (14, "openai-api-key", "/interactions/0/response/body/string/1/choices/0/delta/content",
          "sse events 1-2 (split across them)"),
         (18, "github-token", "/interactions/0/response/body/string/3/choices/0/delta/content",
          "sse event 3"),
-    ]),
+    ], [1, 2, 3]),
     "ndjson-leaky.har": ("har", [
         (36, "github-token", "/log/entries/0/response/content/text/1/message/content",
          "ndjson events 1-2 (split across them)"),
         (36, "openai-api-key", "/log/entries/0/response/content/text/3/message/content",
          "ndjson event 3"),
-    ]),
+    ], [1, 2, 3]),
     "eventstream-leaky.yaml": ("vcrpy", [
         (14, "openai-api-key", "/interactions/0/response/body/string/1/delta/text",
          "eventstream events 1-2 (split across them)"),
-    ]),
+    ], [1, 2]),
+    # streams sent as a request body: an NDJSON bulk upload, an SSE body posted to an API
+    "ndjson-request-leaky.yaml": ("vcrpy", [
+        (5, "openai-api-key", "/interactions/0/request/body/1/text", "ndjson event 1"),
+        (7, "sensitive-key", "/interactions/0/request/body/3/password", "ndjson event 3"),
+    ], [1, 3]),
+    "sse-request-leaky.har": ("har", [
+        (21, "github-token", "/log/entries/0/request/postData/text/1/line",
+         "sse events 1-2 (split across them)"),
+        (21, "sensitive-key", "/log/entries/0/request/postData/text/3/api_key", "sse event 3"),
+    ], [1, 2, 3]),
 }
 
 
 class TestStreamedBodies:
-    """SSE, NDJSON and AWS event-stream bodies are read event by event in every command."""
+    """SSE, NDJSON and AWS event-stream bodies, of responses and of requests (a stream sent
+    as a request body), are read event by event in every command."""
 
     @pytest.mark.parametrize("command", ["audit", "check"])
     @pytest.mark.parametrize("name", sorted(STREAMED))
     def test_leaky(self, name: str, command: str, capsys: pytest.CaptureFixture[str]) -> None:
         """Each finding names its event (pointer: body, event index, place in the event) at
         the event's line; a key split across two deltas is one finding on the joined text."""
-        fmt, expected = STREAMED[name]
+        fmt, expected, _changed = STREAMED[name]
         code, data = run_json(capsys, command, str(DATA / name))
         assert code == 1
         assert files(data) == [(name, fmt)]
@@ -328,15 +402,17 @@ class TestStreamedBodies:
         target = tmp_path / name
         shutil.copy(DATA / name, target)
         before = _streams(target)
+        assert before
         assert main(["scrub", "--write", str(target)]) == 0
         after = _streams(target)
         capsys.readouterr()
         assert [s.kind for s in after] == [s.kind for s in before]
+        assert [s.pointer for s in after] == [s.pointer for s in before]
         for old, new in zip(before, after, strict=True):
             assert len(new.events) == len(old.events)
             changed = [e.index for e, n in zip(old.events, new.events, strict=True)
                        if e.value != n.value]
-            assert changed == [1, 2, 3] if "ndjson" in name or "sse" in name else [1, 2]
+            assert changed == STREAMED[name][2]
             if old.kind == "eventstream":
                 assert [e.headers for e in new.events] == [e.headers for e in old.events]
         code, data = run_json(capsys, "audit", str(target))
@@ -374,6 +450,79 @@ class TestStreamFiles:
                 ("log.jsonl", 2, "github-token", "/1/message/content",
                  "ndjson events 1-2 (split across them)"),
             ]
+
+
+# the lines `scrub --write` changes in each stream file, as they read afterwards
+STREAM_FILE_SCRUBBED = {
+    "stream-leaky.sse": {
+        10: 'data: {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": '
+            '{"content": "Use [REDACTED]"}}]}',
+        14: 'data: {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"content": ""}}]}',
+        17: "id: [REDACTED]",
+        18: 'data: {"type": "tool_call", "headers": {"Authorization": "[REDACTED]"}}',
+    },
+    "stream-leaky.ndjson": {
+        2: '{"model": "llama3", "message": {"role": "assistant", "content": '
+           '"the token is [REDACTED]"}, "done": false}',
+        3: '{"model": "llama3", "message": {"role": "assistant", "content": " ok"}, '
+           '"done": false}',
+        4: '{"model": "llama3", "message": {"role": "tool", "content": "called"}, '
+           '"headers": {"x-api-key": "[REDACTED]"}, "done": false}',
+    },
+}
+
+
+class TestScrubStreamFiles:
+    """`scrub --write` rewrites a stream file event by event: every byte but the redacted
+    values stays (SSE `event:`/`id:`/`data:` lines, blank lines, one JSON per NDJSON line
+    with its own spacing), and the audit is clean afterwards."""
+
+    @pytest.mark.parametrize("name", sorted(STREAM_FILE_SCRUBBED))
+    def test_only_the_values_change(self, name: str, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+        """The dry run lists the audit's findings and exits 1; `--write` changes exactly
+        the lines that held them, and only their values."""
+        target = tmp_path / name
+        shutil.copy(DATA / name, target)
+        code, data = run_json(capsys, "scrub", str(target))
+        assert code == 1
+        assert files(data) == [(name, LEAKY[name][0])]
+        assert findings(data) == LEAKY[name][1]
+        assert target.read_bytes() == (DATA / name).read_bytes()  # a dry run writes nothing
+        assert main(["scrub", "--write", str(target)]) == 0
+        before = (DATA / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        after = target.read_text(encoding="utf-8").splitlines(keepends=True)
+        assert len(after) == len(before)
+        changed = {n: line.rstrip("\n") for n, (old, line)
+                   in enumerate(zip(before, after, strict=True), 1) if old != line}
+        assert changed == STREAM_FILE_SCRUBBED[name]
+        capsys.readouterr()
+        code, data = run_json(capsys, "audit", str(target))
+        assert (code, findings(data)) == (0, [])
+
+    @pytest.mark.parametrize("name", sorted(STREAM_FILE_SCRUBBED))
+    def test_clean_file_is_left_alone(self, name: str, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+        """A stream file of placeholders (a key split across events too): nothing to do."""
+        clean = name.replace("-leaky", "-clean")
+        target = tmp_path / clean
+        shutil.copy(DATA / clean, target)
+        assert main(["scrub", "--write", str(target)]) == 0
+        assert target.read_bytes() == (DATA / clean).read_bytes()
+        assert "scrubbed" not in capsys.readouterr().out
+
+    def test_crlf_gzip_and_bom_are_kept(self, tmp_path: Path) -> None:
+        """A gzip'd SSE file with CRLF lines and a UTF-8 byte-order mark stays all three."""
+        text = (DATA / "stream-leaky.sse").read_text(encoding="utf-8")
+        target = tmp_path / "answer.sse.gz"
+        target.write_bytes(gzip.compress(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode(),
+                                         mtime=0))
+        assert main(["scrub", "--write", str(target)]) == 0
+        lines = text.splitlines()
+        for number, line in STREAM_FILE_SCRUBBED["stream-leaky.sse"].items():
+            lines[number - 1] = line
+        expected = "".join(line + "\r\n" for line in lines)
+        assert gzip.decompress(target.read_bytes()) == b"\xef\xbb\xbf" + expected.encode()
 
 
 def _streams(path: Path) -> list[BodyStream]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import assert_one_answer
 from redactkey._audit import audit_paths
 from redactkey._check import check_paths
 from redactkey._cli import _setup, main
@@ -107,28 +108,7 @@ class TestFindings:
     def test_one_answer_from_three_commands(self, corpora: dict[str, Report]) -> None:
         """The same file set, and the same rule for the same value, in check, audit and
         scrub (scrub lists what it would rewrite: the audit's errors and warnings)."""
-        files = {command: sorted(path for path, _fmt in report.read_files)
-                 for command, report in corpora.items()}
-        assert files["check"] == files["audit"] == files["scrub"]
-        skipped = {command: sorted(report.skipped) for command, report in corpora.items()}
-        assert skipped["check"] == skipped["audit"] == skipped["scrub"]
-
-        def by_value(report: Report, *, levels: tuple[str, ...]) -> set[tuple[str, int, str]]:
-            return {(i.path, i.line, i.rule) for i in report.issues
-                    if i.level in levels and i.rule not in _AUDIT_ONLY}
-
-        everything = ("error", "warning", "note")
-        assert by_value(corpora["check"], levels=everything) == \
-            by_value(corpora["audit"], levels=everything)
-        assert by_value(corpora["scrub"], levels=("error", "warning")) == \
-            by_value(corpora["audit"], levels=("error", "warning"))
-
-
-# rules about a fixture tree rather than a value: the audit's alone
-_AUDIT_ONLY = frozenset({"duplicate-interaction", "volatile-request-field", "oversized-file",
-                         "duplicate-key", "unused-fixture", "not-canonical", "key-mismatch",
-                         "schema-invalid", "unknown-version", "unparsable-file",
-                         "volatile-key-material"})
+        assert_one_answer(corpora)
 
 
 def test_json_output_lists_files_and_skipped(shared_dir: Path,

@@ -34,12 +34,13 @@ from ._findings import InputProblem, Issue, Report, value_tag
 from ._parallel import Outcome, run_files
 from ._placeholders import AUTH_SCHEMES, looks_redacted
 from ._readers import (
+    STREAM_FILE_SUFFIXES,
     BodyStream,
     body_streams,
+    file_stream,
     header_sites,
     names_a_stream,
     read_recording,
-    read_stream,
 )
 from ._redact import Redactor, shown_pointer
 from ._secrets import RunSecrets, mask
@@ -85,20 +86,6 @@ def _streams_of(recording: Recording) -> list[BodyStream]:
     if "data:" not in text and not names_a_stream(text):
         return []
     return list(body_streams(recording))
-
-
-# Files that are a stream of their own, by suffix.
-_STREAM_SUFFIXES = {".sse": "text/event-stream", ".ndjson": "application/x-ndjson",
-                    ".jsonl": "application/jsonl"}
-
-
-def _text_stream(text: str, suffix: str) -> BodyStream | None:
-    """The events of a text file that is a stream: named `.sse`/`.ndjson`/`.jsonl`, or
-    starting like SSE; None for any other text."""
-    ctype = _STREAM_SUFFIXES.get(suffix)
-    if ctype is None and not text.startswith(("data:", "event:")):
-        return None
-    return read_stream(text, ctype or "", "")
 
 
 def _binary_line(recording: Recording, pointer: str, at: int) -> int:
@@ -189,7 +176,8 @@ class Checker:
     # -- entry points ---------------------------------------------------------------
 
     def check_target(self, target: Target) -> tuple[list[Issue], Recording | None]:
-        """Issues of one file and its parsed form (None for plain text).
+        """Issues of one file and its parsed form (None for plain text; a stream file's
+        form has the stream's kind as its format, `sse` or `ndjson`, and no interactions).
 
         Raises `Unreadable` when the file cannot be read (over a cap, corrupt gzip); a
         JSON or YAML file that does not parse is scanned as text.
@@ -199,7 +187,7 @@ class Checker:
         text = opened.text
         recording: Recording | None = None
         named = opened.suffix in RECORDING_SUFFIXES
-        if opened.suffix not in _STREAM_SUFFIXES and (named or looks_like_recording(text)):
+        if opened.suffix not in STREAM_FILE_SUFFIXES and (named or looks_like_recording(text)):
             # a streamed body is split into its events, so a file that names a stream's
             # content type leaves the JSON fast path (the others stay on it)
             normalise = self.normalise or names_a_stream(text)
@@ -218,11 +206,13 @@ class Checker:
             issues.extend(self.unreadable_issue(target.display, problem)
                           for problem in recording.problems)
             return issues, recording
-        stream = _text_stream(text, opened.suffix)
+        stream = file_stream(text, opened.suffix)
         if stream is not None:  # a stream saved as a file of its own (`.sse`, `.ndjson`)
-            holder = Recording(path=target.path, format="text", document=text,
+            # read as its kind (`sse`, `ndjson`): the file is the body, its events the data
+            holder = Recording(path=target.path, format=stream.kind, document=text,
                                lines=LineMap(), text=text)
-            return self._inline(self.stream_issues(holder, target.display, stream), text), None
+            issues = self._inline(self.stream_issues(holder, target.display, stream), text)
+            return issues, holder
         return self._inline(self.scan_text(text, target.display), text), None
 
     def _inline(self, issues: list[Issue], text: str) -> list[Issue]:
@@ -342,7 +332,7 @@ class Checker:
         body = stream.body
 
         def line_at(offset: int) -> int:
-            if recording.format == "text" and isinstance(body, str):  # the file is the body
+            if not stream.pointer and isinstance(body, str):  # the file is the body
                 return body.count("\n", 0, offset) + 1
             return recording.line_for(stream.pointer, offset)
 

@@ -33,7 +33,7 @@ import json
 import re
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,12 +67,14 @@ else:  # pragma: no cover - version dependent
 
 __all__ = [
     "RECORDING_FORMATS",
+    "STREAM_FILE_SUFFIXES",
     "STREAM_HINTS",
     "BodyStream",
     "Exchange",
     "StreamEvent",
     "body_streams",
     "exchanges",
+    "file_stream",
     "header_sites",
     "names_a_stream",
     "read_recording",
@@ -732,27 +734,48 @@ def read_stream(body: JSONValue, content_type: str = "", pointer: str = ""
 
 
 def body_streams(recording: Recording) -> Iterator[BodyStream]:
-    """The streamed response bodies of a recording's interactions, in file order."""
+    """The streamed bodies of a recording's interactions, in file order: a request body
+    sent as a stream (a batch upload of NDJSON, an SSE body) as well as a response's."""
     for call in recording.interactions:
-        response = call.response
-        if response is None or response.body_pointer is None:
-            continue
-        ctype = next(iter(response.header("content-type")), "")
-        stream = read_stream(response.body, ctype, response.body_pointer)
-        if stream is not None:
-            yield stream
+        for message in (call.request, call.response):
+            if message is None or message.body_pointer is None:
+                continue
+            ctype = next(iter(message.header("content-type")), "")
+            stream = read_stream(message.body, ctype, message.body_pointer)
+            if stream is not None:
+                yield stream
 
 
-def write_stream(stream: BodyStream, values: list[JSONValue]) -> str | bytes:
+#: Files that are a stream of their own, by suffix: the content type they stand for.
+STREAM_FILE_SUFFIXES = {".sse": "text/event-stream", ".ndjson": "application/x-ndjson",
+                        ".jsonl": "application/jsonl"}
+
+
+def file_stream(text: str, suffix: str) -> BodyStream | None:
+    """The events of a file that is a stream (its pointer is empty: the file is the body):
+    named `.sse`/`.ndjson`/`.jsonl`, or text starting like SSE; None for any other text."""
+    ctype = STREAM_FILE_SUFFIXES.get(suffix)
+    if ctype is None and not text.startswith(("data:", "event:")):
+        return None
+    return read_stream(text, ctype or "", "")
+
+
+def write_stream(stream: BodyStream, values: list[JSONValue], *,
+                 framing: Callable[[str], str] | None = None) -> str | bytes:
     """The body of `stream` with its events' payloads replaced by `values` (one per event,
-    in order), the framing kept: SSE lines and NDJSON lines in place, event-stream frames
-    encoded again with their headers (lengths and CRCs recomputed). Events whose value
-    did not change keep their bytes."""
+    in order), the framing kept: SSE and NDJSON lines stay in place byte for byte, and in
+    a JSON event only the strings that changed are written again (the event's spacing
+    and key order stay); event-stream frames are encoded again with their headers
+    (lengths and CRCs recomputed). Events whose value did not change keep their bytes.
+
+    `framing`, for a text stream, rewrites the text between the events (SSE `event:`,
+    `id:` and comment lines) piece by piece: the redaction of a secret there.
+    """
     changed = [(event, new) for event, new in zip(stream.events, values, strict=True)
                if new != event.value]
-    if not changed:
-        return stream.body
     if stream.kind == "eventstream":
+        if not changed:
+            return stream.body
         assert isinstance(stream.body, bytes)
         replaced = {event.index: new for event, new in changed}
         out = bytearray()
@@ -772,8 +795,91 @@ def write_stream(stream: BodyStream, values: list[JSONValue]) -> str | bytes:
         return bytes(out)
     assert isinstance(stream.body, str)
     text: str = stream.body
-    for event, new in reversed(changed):
-        line = (json.dumps(new, ensure_ascii=False, separators=(",", ":"))
-                if event.is_json else str(new))
-        text = text[:event.start] + line + text[event.end:]
-    return text
+    replaced_text = {event.index: new for event, new in changed}
+    if framing is None and not replaced_text:
+        return text
+    pieces: list[str] = []
+    at = 0
+    for event in stream.events:
+        gap = text[at:event.start]
+        pieces.append(framing(gap) if framing is not None and gap else gap)
+        piece = text[event.start:event.end]
+        if event.index in replaced_text:
+            new = replaced_text[event.index]
+            patched = _patch_json(piece, event.value, new) if event.is_json else None
+            if patched is None:
+                patched = (json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+                           if event.is_json else str(new))
+            piece = patched
+        pieces.append(piece)
+        at = event.end
+    tail = text[at:]
+    pieces.append(framing(tail) if framing is not None and tail else tail)
+    out_text = "".join(pieces)
+    return text if out_text == text else out_text
+
+
+# A JSON string token: nothing outside a string holds a quote, so a scan from the start
+# meets exactly the string tokens of a JSON text, in order.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"(?P<key>\s*:)?', re.DOTALL)
+
+
+def _leaves(value: JSONValue, out: list[JSONValue]) -> None:
+    """The leaves of a JSON value in the order its text holds them."""
+    if isinstance(value, dict):
+        for item in value.values():
+            _leaves(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _leaves(item, out)
+    else:
+        out.append(value)
+
+
+def _same_shape(old: JSONValue, new: JSONValue) -> bool:
+    if isinstance(old, dict):
+        return (isinstance(new, dict) and list(old) == list(new)
+                and all(_same_shape(old[k], new[k]) for k in old))
+    if isinstance(old, list):
+        return (isinstance(new, list) and len(old) == len(new)
+                and all(_same_shape(a, b) for a, b in zip(old, new, strict=True)))
+    return isinstance(old, str) == isinstance(new, str) and (isinstance(old, str) or old == new)
+
+
+def _patch_json(payload: str, old: JSONValue, new: JSONValue) -> str | None:
+    """The JSON text `payload` (of `old`) with only the string values that differ in
+    `new` written again, every other byte kept; None where that cannot be done exactly
+    (a changed key or number, duplicate keys): the caller writes the event whole."""
+    if not _same_shape(old, new):
+        return None
+    before: list[JSONValue] = []
+    after: list[JSONValue] = []
+    _leaves(old, before)
+    _leaves(new, after)
+    strings = [m for m in _JSON_STRING.finditer(payload) if m.group("key") is None]
+    olds = [(b, a) for b, a in zip(before, after, strict=True) if isinstance(b, str)]
+    if len(strings) != len(olds):
+        return None
+    pieces: list[str] = []
+    at = 0
+    for match, (was, now) in zip(strings, olds, strict=True):
+        if was == now or not isinstance(was, str):
+            continue
+        token = match.group(0)
+        try:
+            if json.loads(token) != was:
+                return None
+        except ValueError:
+            return None
+        pieces.append(payload[at:match.start()])
+        # a token that escaped its non-ASCII text (`\u00e9`) is written the same way
+        pieces.append(json.dumps(now, ensure_ascii=token.isascii() and not was.isascii()))
+        at = match.end()
+    pieces.append(payload[at:])
+    patched = "".join(pieces)
+    try:
+        if json.loads(patched) != new:
+            return None
+    except ValueError:
+        return None
+    return patched

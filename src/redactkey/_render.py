@@ -202,6 +202,7 @@ _FORMAT_NAMES = {
     "cassetter": "cassetter cassettes", "dd-test-agent": "dd test-agent recordings",
     "http-exchange": "HTTP exchange files",
     "toml": "other TOML", "text": "text files",
+    "sse": "SSE stream files", "ndjson": "NDJSON stream files",
 }
 _ORDER = {"error": 0, "warning": 1, "note": 2}
 

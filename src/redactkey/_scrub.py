@@ -8,13 +8,15 @@ file is refused (named), never forced. Third-party cassettes are rewritten only
 when they hold a finding: JSON with 2-space indentation, YAML through PyYAML's
 safe dumper (binary bodies stay `!!binary`, gzip bodies are recompressed), TOML
 edited in place (tomlkit). Every body is written back the way it was stored: base64,
-nock's hex chunks, gzip; a streamed body event by event, its framing kept.
+nock's hex chunks, gzip; a streamed body (or a stream saved as a file of its own, `.sse`,
+`.ndjson`) event by event, its framing kept byte for byte.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import contextlib
 import functools
 import gzip
@@ -35,12 +37,14 @@ from ._errors import FixtureFormatError
 from ._findings import InputProblem, Issue, Report, counted
 from ._format import Fixture, dump_document, parse_cassette, parse_fixture
 from ._keys import key_from_material
-from ._limits import OverCap, bounded_gunzip
+from ._limits import OverCap, bounded_decompress, bounded_gunzip
 from ._parallel import Outcome, run_files
-from ._readers import STREAM_HINTS, BodyStream, body_streams, write_stream
+from ._readers import STREAM_HINTS, BodyStream, body_streams, file_stream, write_stream
 from ._store import FixtureDir, atomic_write, kind_for_file_name
 
 _REDACTED_NOTE = "rewritten with the findings redacted"
+# the formats of a stream saved as a file of its own
+STREAM_FILE_KINDS = frozenset({"sse", "ndjson"})
 
 __all__ = ["Change", "plan_paths", "plan_target", "scrub_one", "write_change"]
 
@@ -260,7 +264,7 @@ def _hold_bodies(document: Any, recording: Recording | None, streams: list[BodyS
         if raw is _MISSING:
             continue
         values = checker.redactor.redact_stream([event.value for event in stream.events])
-        body = write_stream(stream, values)
+        body = write_stream(stream, values, framing=checker.redactor.redact_text)
         plain = stream.body if isinstance(stream.body, str) else None
         out[stream.pointer] = raw if body is stream.body else _encode_like(raw, plain, body)
     for call in recording.interactions if recording is not None else []:
@@ -402,6 +406,37 @@ def _plan_third_party(target: Target, text: str, checker: Checker,
     return Change(target, issues, data, target.path, [_REDACTED_NOTE])
 
 
+def _plan_stream_file(target: Target, text: str, checker: Checker,
+                      issues: list[Issue]) -> Change | None:
+    """A stream saved as a file of its own (`.sse`, `.ndjson`, `.jsonl`): redacted event by
+    event (a key split across events included) and its framing lines as text; every byte
+    but the redacted values stays (SSE `event:`/`data:`/`id:` lines, blank lines, one
+    JSON per NDJSON line with its own spacing), and so do the file's encoding and gzip."""
+    if not issues:
+        return None
+    stream = file_stream(text, inner_suffix(target.path))
+    if stream is None:  # pragma: no cover - the checker read it as a stream
+        return None
+    redactor = checker.redactor
+    body = write_stream(stream, redactor.redact_stream([e.value for e in stream.events]),
+                        framing=redactor.redact_text)
+    if body is stream.body or body == text or not isinstance(body, str):
+        return Change(target, issues, b"", target.path,
+                      conflict="the redactor finds nothing to take out of the events: "
+                               "edit the file by hand")
+    raw = target.path.read_bytes()
+    inner = bounded_decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    try:
+        inner.decode("utf-8")
+        bom = codecs.BOM_UTF8 if inner.startswith(codecs.BOM_UTF8) else b""
+        data = bom + body.encode("utf-8")
+    except UnicodeDecodeError:  # read as latin-1: written the same way
+        data = body.encode("latin-1", errors="replace")
+    if raw[:2] == b"\x1f\x8b":
+        data = gzip.compress(data, mtime=0)  # a gzip'd stream stays gzip'd
+    return Change(target, issues, data, target.path, [_REDACTED_NOTE])
+
+
 def plan_target(target: Target, checker: Checker) -> Change | None:
     """The change scrubbing `target` would make, or None; `FixtureFormatError` if it cannot
     be opened, `Unreadable` if it is over a cap or corrupt."""
@@ -423,6 +458,9 @@ def _plan_parts(target: Target, checker: Checker) -> tuple[Change | None, str, l
             return Change(target, secret_issues, b"", target.path,
                           conflict="not JSON or YAML: edit the file by hand"), "text", issues
         return None, "text", issues
+    if cassette.format in STREAM_FILE_KINDS:
+        return (_plan_stream_file(target, cassette.text, checker, secret_issues),
+                cassette.format, issues)
     raw = target.path.read_bytes()
     if cassette.format == "fixture":
         return _plan_fixture(target, raw, checker, secret_issues), cassette.format, issues
