@@ -145,6 +145,9 @@ class TestLearn:
             ({"text": '{{"client_secret": "{v}"}}'}, "{v}"),
             ({"text": "grant_type=password&password={v}"}, "{v}"),
             ({"headers": {"authorization": "Token {v}"}}, "{v}"),
+            ({"headers": {"authorization": "AWS4-HMAC-SHA256 Credential={v}/20261201/us-east-1/"
+                                           "bedrock/aws4_request, SignedHeaders=host;x-amz-date, "
+                                           "Signature=" + "0f" * 32}}, "{v}"),
         ],
     )
     def test_learned_value_is_redacted_in_answers(

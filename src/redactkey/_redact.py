@@ -1039,6 +1039,9 @@ _MASKED_TAIL = re.compile(_MASK + r"([A-Za-z0-9_\-+/=]{8,256})")
 _MASKED_HEAD = re.compile(r"(?<![A-Za-z0-9_\-+/=])([A-Za-z0-9_\-+/=]{8,256}?)" + _MASK)
 _URL_USERINFO = re.compile(r"://[^\s/?#@:\"'<>]{0,256}:([^\s/?#\"'<>]{1,256})@")
 _SCHEMED = re.compile(r"^\s*(?P<scheme>[A-Za-z][A-Za-z0-9_\-]{0,20})\s+(?P<cred>\S+)\s*$")
+# AWS SigV4: `AWS4-HMAC-SHA256 Credential=<access key id>/<date>/<region>/<service>/…,
+# SignedHeaders=…, Signature=…`; the access key id is the credential that travels.
+_SIGV4 = re.compile(r"^\s*AWS4-[A-Z0-9\-]{1,32}\s+Credential=(?P<cred>[^/,\s]{1,256})/")
 
 
 def _string_leaves(value: Any) -> list[str]:
@@ -1051,8 +1054,12 @@ def _string_leaves(value: Any) -> list[str]:
 
 def _credential_values(value: str) -> list[str]:
     """The secret parts of a credential as sent: without its auth scheme; a `Basic`
-    credential decoded to its password (its base64 forms are among the variants)."""
+    credential decoded to its password (its base64 forms are among the variants); the
+    access key id of an AWS SigV4 `Authorization`."""
     value = value.strip()
+    signed = _SIGV4.match(value)
+    if signed is not None:
+        return [signed.group("cred")]
     match = _SCHEMED.match(value)
     if match is None:
         return [value] if value and not any(c.isspace() for c in value) else []
