@@ -408,3 +408,78 @@ class TestBuiltOnce:
         secrets.add("LATER", value)
         assert mine.redact(f"it is {value}") == "it is [REDACTED]"
         assert other.redact(f"it is {value}") == f"it is {value}"
+
+    def test_a_redactor_over_a_copy_shares_the_automaton(self) -> None:
+        """`over(copy)` searches with the automaton of the redactor it came from until a
+        secret is added to the copy; the addition never rebuilds the large automaton."""
+        run = _secrets(OPENAI_API_KEY=TOKEN)
+        base = Redactor(run)
+        mine = base.over(run.copy())
+        assert mine._current() is base._current()
+        secrets = mine._secrets
+        assert secrets is not None
+        secrets.add("LATER", "later-" + "q7Zx" * 5)
+        known, shared = mine._current(), base._current()
+        assert known is not None
+        assert shared is not None
+        assert known is not shared
+        assert known.literals is shared.literals
+        assert mine.redact("later-" + "q7Zx" * 5 + " " + TOKEN) == "[REDACTED] [REDACTED]"
+        assert base.redact("later-" + "q7Zx" * 5) == "later-" + "q7Zx" * 5
+
+    def test_adding_a_secret_builds_only_a_small_automaton(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Once built, the automaton of the detectors and the run's secrets is never built
+        again for a secret added later: only one over the added variants is."""
+        import redactkey._redact as module
+
+        run = _secrets(OPENAI_API_KEY=TOKEN)
+        base = Redactor(run)
+        base.redact("warm up " + TOKEN)
+        built: list[int] = []
+
+        class Counting(module.Literals):
+            def __init__(self, patterns: list[str]) -> None:
+                built.append(len(patterns))
+                super().__init__(patterns)
+
+        monkeypatch.setattr(module, "Literals", Counting)
+        mine = base.over(run.copy())
+        assert mine._secrets is not None
+        for n in range(3):
+            mine._secrets.add(f"LATER_{n}", f"later-{n}-" + "q7Zx" * 5)
+            assert mine.redact(f"x later-{n}-" + "q7Zx" * 5) == "x [REDACTED]"
+        assert built
+        assert max(built) < len(base._detectors.keywords)
+
+    @pytest.mark.parametrize("labelled", [False, True])
+    @pytest.mark.parametrize("start", [{}, {"OPENAI_API_KEY": TOKEN}])
+    @pytest.mark.parametrize("added", [
+        {"LATER": "later-" + "q7Zx" * 5},
+        {"A_FIRST": TOKEN},  # the same value under a slot that sorts first
+        {"LATER": "later-" + "q7Zx" * 5, "GITHUB": GH},
+    ])
+    def test_added_secrets_redact_as_a_fresh_redactor_would(
+        self, labelled: bool, start: dict[str, str], added: dict[str, str]
+    ) -> None:
+        """A redactor whose secrets grew after its automaton was built redacts exactly as
+        one built over all of them at once: raw, encoded and masked forms, labels too."""
+        run = _secrets(**start)
+        grown = Redactor(run, labelled=labelled).over(run.copy())
+        grown.redact("warm up")
+        assert grown._secrets is not None
+        for slot, value in added.items():
+            grown._secrets.add(slot, value)
+        fresh = Redactor(_secrets(**start, **added), labelled=labelled)
+        values = [*start.values(), *added.values()]
+        texts = [
+            " and ".join(values),
+            base64.b64encode(" ".join(values).encode()).decode(),
+            json.dumps({"echo": values, "note": "masked " + values[-1][:3] + "…"
+                        + values[-1][-10:]}),
+            "key ****" + values[-1][-12:] + " end",
+        ]
+        for text in texts:
+            assert grown.redact(text) == fresh.redact(text)
+            assert grown.findings(text) == fresh.findings(text)

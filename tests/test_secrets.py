@@ -436,3 +436,35 @@ class TestCopies:
         fresh.add("B_TOKEN", "second-" + "m" * 12)
         assert grown.patterns() == fresh.patterns()
         assert base.patterns() != grown.patterns()
+
+    def test_copies_share_until_either_side_writes(self) -> None:
+        """A copy holds the same generation (same values) until a value is registered in
+        it or in the original; then each holds only its own."""
+        base = RunSecrets({})
+        base.add("A_TOKEN", "first-" + "k" * 12)
+        mine = base.copy()
+        assert mine.generation is base.generation
+        mine.add("A_TOKEN", "first-" + "k" * 12)  # nothing new: still the same values
+        assert mine.generation is base.generation
+        base.add("C_TOKEN", "third-" + "n" * 12)
+        assert mine.generation is not base.generation
+        assert list(mine) == ["A_TOKEN"]
+        assert list(base) == ["A_TOKEN", "C_TOKEN"]
+
+    def test_a_copy_keeps_declarations_and_stand_ins_to_itself(self) -> None:
+        """Declared sources, skipped stand-ins and missing slots written to a copy stay
+        out of the original, and the other way round."""
+        base = RunSecrets({}, skip_short=True)
+        mine = base.copy()
+        mine.declare("FILE_TOKEN", lambda: "from-callable-" + "z" * 8)
+        mine.add("SHORT_TOKEN", "dummy")
+        assert mine.read("FILE_TOKEN").startswith("from-callable-")
+        assert list(mine.dummies) == ["SHORT_TOKEN"]
+        assert base.dummies == {}
+        assert list(base) == []
+        assert base.skipped == frozenset()
+        with pytest.raises(SecretError):
+            base.read("FILE_TOKEN")
+        other = base.copy()
+        base.add("LATE_TOKEN", "dummy")
+        assert other.dummies == {}

@@ -228,27 +228,61 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 
 
 class _Known:
-    """What the redactor searches for one version of the run secrets, in one pass: the
-    detectors' keywords, then every variant of every secret, then the mask marks."""
+    """What the redactor searches for one generation of the run secrets, in one pass: the
+    detectors' keywords, then every variant of every secret, then the mask marks.
 
-    __slots__ = ("first", "literals", "marks", "patterns", "slots", "values", "version")
+    Built on an earlier `_Known` (`base`, e.g. the run's secrets before a test added
+    one), it keeps the base's automaton and searches only the variants that automaton
+    lacks with a small one of their own: adding a secret never rebuilds the large one.
+    """
 
-    def __init__(self, detectors: Detectors, secrets: RunSecrets) -> None:
-        self.version = secrets.version
+    __slots__ = ("added", "added_slots", "core", "first", "generation", "literals", "marks",
+                 "patterns", "slots", "values")
+
+    added: Literals | None  # the variants `literals` lacks, when built on a base
+    added_slots: tuple[str, ...]
+    core: dict[str, str]  # variant -> slot of what `literals` searches
+    slots: tuple[str, ...]
+    marks: int  # past `marks`: a mask mark, after which a shown part is looked for
+    literals: Literals
+
+    def __init__(self, detectors: Detectors, secrets: RunSecrets,
+                 base: _Known | None = None) -> None:
+        self.generation = secrets.generation  # read first: a later add makes it stale
         # Values long enough that 8 shown characters are only part of them.
         self.values: list[tuple[str, str]] = [
             (slot, value) for slot, value in secrets.values() if len(value) >= 12
         ]
         patterns = secrets.patterns()
-        self.patterns = tuple(patterns)  # what it was built from: shared only on a match
-        self.slots: tuple[str, ...] = tuple(slot for _, slot in patterns)
+        self.patterns: dict[str, str] = dict(patterns)  # variant -> slot
         self.first = len(detectors.keywords)
-        # Past `marks`: a mask mark, after which a known value's shown part is looked for.
+        self.added, self.added_slots = None, ()
+        if base is not None and _extends(self.patterns, base.core):
+            # Every variant the base automaton searches keeps its slot: it still serves.
+            self.core, self.slots = base.core, base.slots
+            self.marks, self.literals = base.marks, base.literals
+            extra = [(variant, slot) for variant, slot in patterns if variant not in base.core]
+            if extra:
+                words = [variant for variant, _ in extra]
+                if not base.core:  # the detectors' automaton alone: no mask marks in it
+                    words.extend(_MASK_MARKS)
+                self.added = Literals(words)
+                self.added_slots = tuple(slot for _, slot in extra)
+            return
+        self.core = self.patterns
+        self.slots = tuple(slot for _, slot in patterns)
         self.marks = self.first + len(patterns)
         self.literals = (
             _literals(detectors, tuple(variant for variant, _ in patterns))
             if patterns else detectors.literals
         )
+
+
+def _extends(patterns: Mapping[str, str], base: Mapping[str, str]) -> bool:
+    """Whether `patterns` holds every variant of `base` under the same slot."""
+    if len(patterns) < len(base):
+        return False
+    return all(patterns.get(variant) == slot for variant, slot in base.items())
 
 
 @functools.lru_cache(maxsize=16)
@@ -359,19 +393,15 @@ class Redactor:
             raise UsageError(
                 f"Redactor.over(...) takes a RunSecrets, not a {type(secrets).__name__}"
             )
+        # This redactor's automaton, built now if it is not yet: every redactor over these
+        # secrets or a copy of them shares it.
+        known = self._current()
         other = object.__new__(Redactor)
         other.__dict__.update(self.__dict__)
         other._secrets = secrets
         other._lock = threading.Lock()
-        known = self._known
-        if known is not None and (
-            known.version != secrets.version or known.patterns != tuple(secrets.patterns())
-            or known.values != [(slot, value) for slot, value in secrets.values()
-                                if len(value) >= 12]
-        ):
-            # Built at the first string it scans, from the automaton that every redactor
-            # over the same secrets shares.
-            known = None
+        # Shared while `secrets` holds the same values (a copy nobody has added to yet);
+        # otherwise built at the first string it scans, on top of this one.
         other._known = known
         return other
 
@@ -556,11 +586,11 @@ class Redactor:
         if secrets is None:
             return None
         known = self._known
-        if known is None or known.version != secrets.version:
+        if known is None or known.generation is not secrets.generation:
             with self._lock:
                 known = self._known
-                if known is None or known.version != secrets.version:
-                    known = self._known = _Known(self._detectors, secrets)
+                if known is None or known.generation is not secrets.generation:
+                    known = self._known = _Known(self._detectors, secrets, known)
         return known
 
     # -- placeholders -----------------------------------------------------------------
@@ -818,6 +848,15 @@ class Redactor:
                 if index >= first:
                     if index < marks:
                         spans.append(Span(start, end, "known-value", slots[index - first]))
+                    else:
+                        masked.append(start)
+            if known.added is not None:
+                # The secrets added since the large automaton was built (past them, the
+                # mask marks when that automaton has none).
+                added = known.added_slots
+                for index, start, end in known.added.find(text):
+                    if index < len(added):
+                        spans.append(Span(start, end, "known-value", added[index]))
                     else:
                         masked.append(start)
             if masked and known.values:

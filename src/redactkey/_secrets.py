@@ -254,6 +254,12 @@ class RunSecrets:
         self._missing: set[str] = set()
         self._skipped: set[str] = set()
         self._version = 0
+        # Who holds these values: a new object whenever a value is registered, shared by
+        # copies until either side registers one (a `Redactor` shares its automaton
+        # between redactors whose secrets hold the same generation).
+        self._generation = object()
+        # False while the containers above are shared with a copy: copied before a write.
+        self._owned = True
         self._lock = threading.Lock()
         # (version, patterns): the patterns are assembled once per version of the values,
         # and each value's encoded variants once (an added value adds its own only).
@@ -262,20 +268,24 @@ class RunSecrets:
 
     def copy(self) -> RunSecrets:
         """An independent copy: values added to either later are not seen by the other.
-        What is derived from the values (their encoded variants) is shared until then."""
-        other = RunSecrets(self._environ, min_length=self._min_length,
-                           skip_short=self._skip_short)
-        other._warn = self._warn
+        Until then the two share what they hold (copied on the first write to either)
+        and what is derived from it (the encoded variants, the patterns)."""
+        other = object.__new__(RunSecrets)
         with self._lock:
-            other._dummies = dict(self._dummies)
-            other._values = {slot: list(values) for slot, values in self._values.items()}
-            other._sources = dict(self._sources)
-            other._missing = set(self._missing)
-            other._skipped = set(self._skipped)
-            other._version = self._version
-            other._patterns = self._patterns
-            other._variants = self._variants  # a function of each value: safe to share
+            self._owned = False
+            other.__dict__.update(self.__dict__)
+        other._lock = threading.Lock()
         return other
+
+    def _own(self) -> None:
+        """Make the containers this object's own before writing to them (under the lock)."""
+        if not self._owned:
+            self._dummies = dict(self._dummies)
+            self._values = {slot: list(values) for slot, values in self._values.items()}
+            self._sources = dict(self._sources)
+            self._missing = set(self._missing)
+            self._skipped = set(self._skipped)
+            self._owned = True
 
     # -- construction helpers --
 
@@ -324,6 +334,7 @@ class RunSecrets:
         _check_slot(slot)
         _check_source(slot, source)
         with self._lock:
+            self._own()
             self._sources[slot] = source
 
     @raised_at_entry
@@ -393,6 +404,7 @@ class RunSecrets:
         reason = None if keep_stand_in else dummy_reason(value, self._min_length)
         if reason is not None and self._skip_short:
             with self._lock:
+                self._own()
                 first = slot not in self._dummies
                 self._dummies[slot] = reason.replace("its value", source_hint, 1)
                 self._skipped.add(slot)
@@ -407,15 +419,21 @@ class RunSecrets:
                 _MIN_LENGTH_FIX,
             )
         with self._lock:
+            known = self._values.get(slot)
+            if known is not None and value in known and slot not in self._missing:
+                return  # nothing new: a shared copy stays shared
+            self._own()
             values = self._values.setdefault(slot, [])
             self._missing.discard(slot)
             if value not in values:
                 values.append(value)
                 self._version += 1
+                self._generation = object()
 
     def _mark_missing(self, slot: str) -> None:
         with self._lock:
-            if slot not in self._values:
+            if slot not in self._values and slot not in self._missing:
+                self._own()
                 self._missing.add(slot)
 
     # -- read-only views (slot names only) --
@@ -424,6 +442,13 @@ class RunSecrets:
     def version(self) -> int:
         """Grows whenever a value is registered; a `Redactor` rebuilds its matcher on change."""
         return self._version
+
+    @property
+    def generation(self) -> object:
+        """An opaque token of the values held: a new one whenever a value is registered,
+        the same in a copy until either registers one. Two objects with the same
+        generation hold the same values."""
+        return self._generation
 
     @property
     def min_length(self) -> int:
