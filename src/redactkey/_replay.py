@@ -36,8 +36,6 @@ from collections.abc import (
 from datetime import timedelta
 from typing import Any, Literal, Protocol, TypeVar, cast
 
-import jsonschema
-
 from ._age import (
     EXPIRY_ACTIONS,
     ExpiryAction,
@@ -68,7 +66,7 @@ from ._format import Fixture, RecordedErrorBody
 from ._keys import KeySpec, find_volatile, material_and_key
 from ._redact import Redactor, shown_pointer
 from ._secrets import RunSecrets
-from ._store import FixtureStore
+from ._store import FixtureStore, check_kind
 from ._verify import Difference, VerifyRules, compare_answers, compare_streams
 
 __all__ = [
@@ -282,10 +280,38 @@ def _schema_difference(problem: str) -> Difference:
 
 
 def _copy_json(value: Any) -> Any:
-    # Fixtures are frozen pydantic models; hand out a fresh copy of their data.
+    # Fixtures are frozen pydantic models; hand out a fresh copy of their data: what a
+    # JSON round trip gives, walked directly for plain JSON data (a fixture's, parsed from
+    # its file), through `json` for anything else or anything nested too deeply to walk.
     if isinstance(value, (dict, list)):
-        return json.loads(json.dumps(value))
+        try:
+            return _copied(value)
+        except (_NotPlain, RecursionError):
+            return json.loads(json.dumps(value))
     return value
+
+
+class _NotPlain(Exception):
+    pass
+
+
+_IMMUTABLE_JSON = frozenset({str, int, float, bool, type(None)})
+
+
+def _copied(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out[key] = item if type(item) in _IMMUTABLE_JSON else _copied(item)
+        return out
+    if kind is list:
+        return [item if type(item) in _IMMUTABLE_JSON else _copied(item) for item in value]
+    if kind in _IMMUTABLE_JSON:
+        return value
+    raise _NotPlain
 
 
 _UNREAD: Any = object()
@@ -427,7 +453,7 @@ class ModelFixtures:
             if last[0] == kind and last[1] is request and last[2] is spec:
                 return last[3]  # type: ignore[no-any-return]
         if not isinstance(kind, str) or kind not in self._kinds:
-            self.store.path_for(kind, "0" * 64)  # refuse a bad kind before anything else
+            check_kind(kind)  # refuse a bad kind before anything else
             if len(self._kinds) < 256:
                 self._kinds.add(kind)
         # Credentials the request sends by name (a key from a config file or a constructor
@@ -597,6 +623,8 @@ class ModelFixtures:
         cache_key = json.dumps(schema, sort_keys=True, default=str)
         validator = self._validators.get(cache_key)
         if validator is None:
+            import jsonschema  # only calls given a schema need it: a light import otherwise
+
             cls = jsonschema.validators.validator_for(schema)
             try:
                 cls.check_schema(schema)

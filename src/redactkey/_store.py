@@ -47,6 +47,7 @@ __all__ = [
     "FixtureDir",
     "FixtureStore",
     "atomic_write",
+    "check_kind",
     "kind_for_file_name",
 ]
 
@@ -117,6 +118,11 @@ def _file_stem(kind: str) -> str:
     return MODEL_PREFIX + kind
 
 
+def check_kind(kind: str) -> None:
+    """Refuse (`UsageError`) a kind that cannot name a fixture, as every store does."""
+    _file_stem(kind)
+
+
 def kind_for_file_name(name: str) -> tuple[str, str] | None:
     """(kind, key) for a fixture file name, or None when the name is not a fixture's."""
     match = _MODEL_FILE.fullmatch(name)
@@ -183,16 +189,19 @@ class FixtureDir:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self._location = str(self.path)
         self._stems: dict[str, str] = {}  # kind -> checked file-name prefix
 
     def __repr__(self) -> str:
-        return f"FixtureDir({str(self.path)!r})"
+        return f"FixtureDir({self._location!r})"
 
     @property
     def location(self) -> str:
-        return str(self.path)
+        return self._location
 
-    def _file_name(self, kind: str, key: str) -> str:
+    def file_name(self, kind: str, key: str) -> str:
+        """The name of the file for (kind, key) in the directory; refuses kinds and keys
+        that could leave it."""
         stem = self._stems.get(kind) if isinstance(kind, str) else None
         if stem is None:
             stem = _file_stem(kind)
@@ -203,13 +212,13 @@ class FixtureDir:
 
     def path_for(self, kind: str, key: str) -> Path:
         """The file for (kind, key); refuses kinds and keys that could leave the directory."""
-        return self.path / self._file_name(kind, key)
+        return self.path / self.file_name(kind, key)
 
     def get(self, kind: str, key: str) -> Fixture | None:
         """The recorded call, None when no file exists; a bad file raises FixtureFormatError."""
         # A plain string, not a Path: building a Path per lookup interns its name in the
         # interpreter's string table, which then grows and is rehashed as replays go on.
-        path = os.path.join(str(self.path), self._file_name(kind, key))
+        path = os.path.join(self._location, self.file_name(kind, key))
         data = _read_bytes(path)
         if data is None:
             return None
@@ -241,15 +250,19 @@ class FixtureDir:
 
     def files(self, kind: str | None = None) -> list[Path]:
         """Fixture files in the directory (optionally of one kind), sorted by name."""
+        return [self.path / name for name in self.file_names(kind)]
+
+    def file_names(self, kind: str | None = None) -> list[str]:
+        """The names of `files(kind)`, without building a path for each."""
         try:
-            names = sorted(os.listdir(self.path))
+            names = sorted(os.listdir(self._location))
         except FileNotFoundError:
             return []
         out = []
         for name in names:
             parsed = kind_for_file_name(name)
             if parsed is not None and (kind is None or parsed[0] == kind):
-                out.append(self.path / name)
+                out.append(name)
         return out
 
     def iter_fixtures(self, kind: str | None = None) -> Iterator[Fixture]:

@@ -28,7 +28,6 @@ import shlex
 import socket
 import threading
 from collections.abc import Callable, Generator, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +46,7 @@ from ._replay import (
     ModelFixtures,
     parse_mode,
 )
+from ._store import FixtureDir
 
 if TYPE_CHECKING:
     from ._answers import AnswerNormalizer
@@ -86,6 +86,7 @@ _STATE_KEY = pytest.StashKey["_SessionState"]()
 _SETTINGS_KEY = pytest.StashKey["RedactkeySettings"]()
 _PIECES_KEY = pytest.StashKey["_TestPieces"]()
 _GUARD_KEY = pytest.StashKey["_NetworkGuard | None"]()
+_USES_KEY = pytest.StashKey[bool]()
 
 HOW_TO_RECORD = "run with --redactkey-mode=record (or auto) to record it"
 HOW_TO_RECORD_MODEL = (
@@ -433,10 +434,13 @@ def _visible_is_ours(item: pytest.Item, name: str) -> bool:
 
 
 def _uses_redactkey(item: pytest.Item) -> bool:
-    names = getattr(item, "fixturenames", ())
-    return item.get_closest_marker(MARKER) is not None or any(
-        name in REDACTKEY_FIXTURES and _ours(item, name) for name in names
-    )
+    uses = item.stash.get(_USES_KEY, None)
+    if uses is None:  # worked out once per test (at collection, reused in setup)
+        names = getattr(item, "fixturenames", ())
+        uses = item.stash[_USES_KEY] = item.get_closest_marker(MARKER) is not None or any(
+            name in REDACTKEY_FIXTURES and _ours(item, name) for name in names
+        )
+    return uses
 
 
 def _uses_transport(item: pytest.Item) -> bool:
@@ -471,6 +475,7 @@ class _NetworkGuard:
     def __init__(self, settings: RedactkeySettings, blocked: list[str]) -> None:
         self.settings = settings
         self.blocked = blocked
+        self._saved: dict[str, Any] = {}
 
     def check(self, sock: socket.socket, address: Any) -> None:
         if sock.family not in (socket.AF_INET, socket.AF_INET6):
@@ -491,11 +496,15 @@ class _NetworkGuard:
         sock.close()
         raise NetworkRefusedError(self.settings.nodeid, shown, self.settings.mode)
 
-    @contextmanager
-    def active(self) -> Iterator[None]:
+    def active(self) -> _NetworkGuard:
+        """The guard as a context manager: `socket` is patched inside, restored after."""
+        return self
+
+    def __enter__(self) -> None:
         cls = socket.socket
         # What to put back: the class's own attribute, or none (then the inherited one).
-        saved = {name: cls.__dict__.get(name, _INHERITED) for name in ("connect", "connect_ex")}
+        self._saved = {name: cls.__dict__.get(name, _INHERITED)
+                       for name in ("connect", "connect_ex")}
         original_connect = cls.connect
         original_connect_ex = cls.connect_ex
         guard = self
@@ -513,14 +522,14 @@ class _NetworkGuard:
         # that goes through the socket module.
         for name, patched in (("connect", connect), ("connect_ex", connect_ex)):
             setattr(cls, name, patched)
-        try:
-            yield
-        finally:
-            for name, value in saved.items():
-                if value is _INHERITED:
-                    delattr(cls, name)
-                else:
-                    setattr(cls, name, value)
+
+    def __exit__(self, *exc: object) -> None:
+        cls = socket.socket
+        for name, value in self._saved.items():
+            if value is _INHERITED:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, value)
 
 
 _INHERITED = object()
@@ -536,9 +545,10 @@ class TrackedStore:
     `ModelFixtures` and `FixtureTransport`, so the summary needs nothing from them.
     """
 
-    def __init__(self, inner: FixtureStore, nodeid: str) -> None:
+    def __init__(self, inner: FixtureStore, nodeid: str, *, shown: str | None = None) -> None:
         self.inner = inner
         self.nodeid = nodeid
+        self._shown = shown  # the store's location as reports show it, when known
         # (kind, key) -> "replayed" | "recorded" | "missing", in first-seen order
         self.calls: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()  # a test may call from several threads
@@ -583,7 +593,16 @@ class TrackedStore:
             calls = list(self.calls.items())
         if not calls:
             return []
-        store = _shown(Path(self.location), root)
+        store = self._shown if self._shown is not None else _shown(self.location, root)
+        inner = self.inner
+        if isinstance(inner, FixtureDir):
+            # The shown directory and the file's name: the same text, built without a Path.
+            def file(kind: str, key: str) -> str:
+                name = inner.file_name(kind, key)
+                return name if store == "." else f"{store}/{name}"
+        else:
+            def file(kind: str, key: str) -> str:
+                return _shown(self.path_for(kind, key), root)
         return [
             {
                 "test": self.nodeid,
@@ -591,19 +610,20 @@ class TrackedStore:
                 "kind": kind,
                 "key": key,
                 "store": store,
-                "file": _shown(self.path_for(kind, key), root),
+                "file": file(kind, key),
             }
             for (kind, key), outcome in calls
         ]
 
 
-def _shown(path: Path, root: Path) -> str:
+def _shown(path: str | Path, root: Path) -> str:
     """`path` relative to the rootdir when inside it (portable reports), else absolute."""
     text, base = str(path), str(root)
     if not base.endswith(os.sep):
         base += os.sep
     if text.startswith(base):  # the common case, without building paths
         return text[len(base):].replace(os.sep, "/")
+    path = Path(path)
     try:
         return path.relative_to(root).as_posix()
     except ValueError:
@@ -706,8 +726,6 @@ class _Summary:
 
 
 def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
-    from ._store import FixtureDir
-
     events = merged["events"]
     touched = {e["file"] for e in events if e["outcome"] in ("replayed", "recorded")}
     unused: list[str] = []
@@ -719,7 +737,9 @@ def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
         elif not_run:
             unchecked.append(f"{path}: {counted(not_run, 'test')} using it did not run")
         else:
-            files = (_shown(f, root) for f in FixtureDir(root / path).files())
+            # `path` is shown relative to the rootdir (or absolute): so are its files
+            names = FixtureDir(root / path).file_names()
+            files = names if path == "." else (f"{path}/{name}" for name in names)
             unused.extend(f for f in files if f not in touched)
 
     def pick(outcome: str) -> list[dict[str, str]]:
@@ -774,6 +794,9 @@ class _SessionState:
         self.visible: dict[tuple[str, str], bool] = {}  # see `provides`
         self.layer_settings: tuple[VerifyRules, tuple[AnswerNormalizer, ...]] | None = None
         self.shown_dirs: dict[Path, str] = {}
+        self.shown_locations: dict[str, str] = {}
+        self.expiry_settings: tuple[str | None, ExpiryAction] | None = None
+        self.min_length: int | None = None
         self.fixture_dirs: dict[tuple[str, Any], Path] = {}
         self.ages = FixtureAges()  # git is asked once per fixture tree for the whole session
 
@@ -895,9 +918,16 @@ class _SessionState:
             known = self.visible[where] = _visible_is_ours(item, name)
         return known
 
+    def shown_location(self, location: str) -> str:
+        """A store's location as the summary and the run report show it."""
+        shown = self.shown_locations.get(location)
+        if shown is None:
+            shown = self.shown_locations[location] = _shown(location, self.config.rootpath)
+        return shown
+
     def store(self, directory: Path) -> FixtureStore:
         """The store of a fixture directory, one object for every test that uses it."""
-        from ._store import CassetteStore, FixtureDir
+        from ._store import CassetteStore
 
         kind = self.conf.store
         store = self.stores.get((kind, directory))
@@ -961,9 +991,17 @@ class _SessionState:
 
     def expiry(self) -> tuple[str | None, ExpiryAction]:
         """(max age, action on expiry): the options, else `[tool.redactkey]`."""
-        project = self.project()
-        return (self.conf.max_age or project.max_age,
-                self.conf.on_expiry or project.on_expiry)
+        if self.expiry_settings is None:
+            project = self.project()
+            self.expiry_settings = (self.conf.max_age or project.max_age,
+                                    self.conf.on_expiry or project.on_expiry)
+        return self.expiry_settings
+
+    def min_secret_length(self) -> int:
+        """The shortest secret that is redacted (ini, else `[tool.redactkey]`)."""
+        if self.min_length is None:
+            self.min_length = _min_secret_length(self.config, self.project())
+        return self.min_length
 
     def _guarded(self, item: pytest.Item) -> _NetworkGuard | None:
         if self.conf.guard == "off":
@@ -1297,7 +1335,9 @@ def _build_settings(pieces: _TestPieces, request: pytest.FixtureRequest) -> Reda
 
 def _build_store(pieces: _TestPieces, request: pytest.FixtureRequest) -> TrackedStore:
     settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
-    store = TrackedStore(pieces.state.store(settings.fixture_dir), request.node.nodeid)
+    state = pieces.state
+    inner = state.store(settings.fixture_dir)
+    store = TrackedStore(inner, request.node.nodeid, shown=state.shown_location(inner.location))
     if pieces.store is None:
         pieces.store = store  # its calls join the run report when the test ends
     return store
@@ -1321,7 +1361,7 @@ def _build_secrets(pieces: _TestPieces, request: pytest.FixtureRequest) -> RunSe
     # One rule everywhere: a stand-in value (OPENAI_API_KEY=dummy) is skipped while this
     # test records nothing and refused, naming the slot, when it may record.
     records = bool({settings.mode, settings.model_mode} & {"record", "auto"})
-    min_length = _min_secret_length(request.config, config)
+    min_length = state.min_secret_length()
     if slots:
         secrets = RunSecrets.from_env(min_length=min_length, skip_short=not records)
         try:
