@@ -7,6 +7,7 @@ import enum
 import hashlib
 import json
 import math
+import random
 import struct
 import types
 from collections.abc import Iterator
@@ -21,7 +22,14 @@ from hypothesis import strategies as st
 
 from conftest import SHARED
 from redactkey import CanonicalizationError, canonicalize
-from redactkey._canonical import _fast, _NotFast, canonical_if_plain, pointer_join, to_json
+from redactkey._canonical import (
+    _fast,
+    _NotFast,
+    canonical_if_plain,
+    long_digit_run,
+    pointer_join,
+    to_json,
+)
 
 JCS = "vectors/jcs"
 VECTOR_NAMES = ["arrays", "french", "structures", "unicode", "values", "weird"]
@@ -400,3 +408,40 @@ class TestToJson:
     def test_pointer_join(self, pointer: str, token: str | int, expected: str) -> None:
         """RFC 6901 escaping of `~` and `/`."""
         assert pointer_join(pointer, token) == expected
+
+
+def _naive_run(data: bytes) -> bool:
+    return any(run and len(run) >= 19 for run in
+               bytes(c if 0x30 <= c <= 0x39 else 0x20 for c in data).split())
+
+
+class TestLongDigitRun:
+    """The guard in front of orjson's reads: 19 digits in a row, wherever they are."""
+
+    @given(st.integers(0, 3), st.integers(0, 9000), st.integers(17, 40), st.integers(0, 3))
+    @settings(max_examples=150, deadline=None)
+    def test_equals_a_full_read(self, seed: int, at: int, length: int, scatter: int) -> None:
+        """Sampled or not, a run is found exactly where a full read finds one."""
+        rng = random.Random(seed * 100_003 + at)
+        data = bytearray(rng.choice(b"abc xyz,{}[]:") for _ in range(at + length + 50))
+        data[at : at + length] = bytes(rng.choice(b"0123456789") for _ in range(length))
+        for _ in range(scatter * 40):  # stray digits and short runs around it
+            place = rng.randrange(len(data))
+            data[place : place + 3] = b"123"[: len(data) - place]
+        assert long_digit_run(bytes(data)) is _naive_run(bytes(data))
+
+    @pytest.mark.parametrize("size", [100, 5000, 300_000])
+    @pytest.mark.parametrize("where", ["start", "middle", "end"])
+    def test_run_of_nineteen_found_anywhere(self, size: int, where: str) -> None:
+        """A lone 19-digit number in a long text is found; 18 digits are not a run."""
+        at = {"start": 0, "middle": size // 2 + 7, "end": size - 19}[where]
+        for digits, found in (("9" * 19, True), ("9" * 18, False)):
+            data = bytearray(b"x" * size)
+            data[at : at + len(digits)] = digits.encode()
+            assert long_digit_run(bytes(data)) is found
+
+    def test_digits_everywhere(self) -> None:
+        """A text dense with short numbers is read whole, and still answers right."""
+        data = b",".join(str(n).encode() for n in range(20_000))
+        assert long_digit_run(data) is False
+        assert long_digit_run(data + b",1234567890123456789") is True

@@ -38,10 +38,11 @@ class TestFixture:
             _doc(chunks=[{"status": 200, "headers": {}}, {"json": {"a": 1}}]),
             _doc(answer={"id": 2**63 + 1}),
             _doc(answer={"id": 123456789012345678901234567890}),
+            _doc(answer={"id": -(2**63) - 1}),
             _doc(error={"type": "StructuredOutputError", "message": "m", "data": {"x": 1}}),
             {**_doc(answer=1), "kind": "tool:search"},
         ],
-        ids=["answer", "chunks", "uint64", "beyond-2**64", "error", "tool"],
+        ids=["answer", "chunks", "uint64", "beyond-2**64", "below-int64", "error", "tool"],
     )
     def test_fast_parse_equals_validation(self, doc: dict[str, Any]) -> None:
         """Reading a file gives what validating its JSON gives, however it is read."""

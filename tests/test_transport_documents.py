@@ -136,6 +136,7 @@ class TestBodyDocument:
             ("application/json", b"[9007199254740993]", {"text": "[9007199254740993]"}),
             ("application/json", b"[123456789012345678901234567890]",
              {"text": "[123456789012345678901234567890]"}),
+            ("application/json", b"[-9223372036854775809]", {"text": "[-9223372036854775809]"}),
             ("application/json", b'["\\ud800"]', {"text": '["\\ud800"]'}),
             ("application/json", b"[9007199254740991, 1.5e300]",
              {"json": [9007199254740991, 1.5e300]}),
@@ -144,7 +145,8 @@ class TestBodyDocument:
             ("application/json", b"", {}),
         ],
         ids=["json", "plus-json", "broken-json", "infinite", "nan", "beyond-2**53",
-             "beyond-2**64", "lone-surrogate", "largest-exact", "text", "binary", "empty"],
+             "beyond-2**64", "below-int64", "lone-surrogate", "largest-exact", "text", "binary",
+             "empty"],
     )
     def test_vectors(self, content_type: str | None, body: bytes, expected: dict[str, Any]) -> None:
         """Each kind of body lands in its own field."""

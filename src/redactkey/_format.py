@@ -24,7 +24,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 from pydantic.config import JsonDict
 
-from ._canonical import pointer_join
+from ._canonical import long_digit_run, pointer_join
 from ._errors import FixtureFormatError
 
 __all__ = [
@@ -67,10 +67,6 @@ OUTCOMES = ("answer", "chunks", "error")
 _KEY_RE = re.compile(KEY_PATTERN)
 _NAME_RE = re.compile(NAME_PATTERN)
 _KIND_RE = re.compile(KIND_PATTERN)
-# Digits become 1, anything else 0: a run of 20 ones is a number orjson might read as a
-# float (an integer beyond 2**64). bytes.translate and `in` run at memory speed.
-_DIGITS: Final = bytes(1 if 0x30 <= b <= 0x39 else 0 for b in range(256))
-_LONG_RUN: Final = b"\x01" * 20
 
 _EXACTLY_ONE_OUTCOME: JsonDict = {
     "oneOf": [
@@ -300,7 +296,7 @@ def _parsed_fixture(data: bytes) -> Fixture | None:
     exactly one outcome, no other member. Those are checked here; an error outcome, or
     anything unusual, goes through pydantic, which names the problem.
     """
-    if _LONG_RUN in data.translate(_DIGITS):
+    if long_digit_run(data):
         return None
     try:
         doc = orjson.loads(data)

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ._canonical import to_json
+from ._canonical import long_digit_run, to_json
 from ._errors import CanonicalizationError, UsageError
 from ._eventstream import EVENT_STREAM, FrameDecoder, encode_frame
 from ._format import HTTP_KIND
@@ -134,11 +134,6 @@ def is_event_stream(content_type: str | None) -> bool:
     return _mime(content_type) == "text/event-stream"
 
 
-# Digits become 1, anything else 0: a run of 20 ones is a number orjson might read as a
-# float (an integer beyond 2**64); such text takes the checking path. bytes.translate and
-# `in` run at memory speed.
-_DIGITS: Final = bytes(1 if 0x30 <= b <= 0x39 else 0 for b in range(256))
-_LONG_RUN: Final = b"\x01" * 20
 _STRICT: Final = orjson.OPT_STRICT_INTEGER
 
 
@@ -150,7 +145,7 @@ def is_aws_event_stream(content_type: str | None) -> bool:
 def _json_value(text: str | bytes) -> tuple[bool, JSON]:
     """Parse JSON that canonical JSON can hold (no NaN, no huge integers), else (False, None)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if _LONG_RUN not in data.translate(_DIGITS):
+    if not long_digit_run(data):
         # orjson refuses NaN, infinities and lone surrogates; with no long digit run it
         # reads every integer as an integer, and strict dumping refuses those beyond
         # 2**53. What is left is what `to_json` would return.
