@@ -272,6 +272,23 @@ class TestStreams:
         assert GH[9:] not in "".join(out)
         assert Redactor().redact_text("".join(events)) == "".join(out)
 
+    @pytest.mark.parametrize("known", [False, True], ids=["no-secrets", "run-secrets"])
+    @pytest.mark.parametrize("head", ["", "event: delta\n", ": keep-alive\n\n"])
+    def test_sse_body_found_wherever_its_data_lines_start(self, known: bool, head: str) -> None:
+        """A body whose `data:` lines start after other lines is read as a stream too, with
+        or without run secrets (then the one search of the text finds the line starts)."""
+        secrets = RunSecrets()
+        if known:
+            secrets.add("OPENAI_API_KEY", TOKEN)
+        body = head + "".join(
+            "data: " + json.dumps({"delta": part}) + "\n\n"
+            for part in ("use " + GH[:9], GH[9:] + " now")
+        )
+        out = Redactor(secrets).redact_text(body)
+        assert GH[:9] not in out
+        assert GH[9:] not in out
+        assert out.startswith(head)
+
     def test_clean_stream_is_unchanged(self, redactor: Redactor) -> None:
         """A stream with nothing to redact comes back equal."""
         chunks = [{"choices": [{"delta": {"content": "Hello"}}]}, {"choices": [{"delta": {}}]}]

@@ -227,9 +227,15 @@ _ALNUM = re.compile(r"[A-Za-z0-9]")
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
+_Searched = tuple["_Known", list[tuple[int, int, int]]]
+"""A text's search: the literals searched and their hits in it."""
+
+
 class _Known:
     """What the redactor searches for one generation of the run secrets, in one pass: the
-    detectors' keywords, then every variant of every secret, then the mask marks.
+    detectors' keywords, then every variant of every secret, then the mask marks, then
+    the start of a server-sent event's `data:` line (`sse`: its number, -1 when the
+    automaton is the detectors' alone).
 
     Built on an earlier `_Known` (`base`, e.g. the run's secrets before a test added
     one), it keeps the base's automaton and searches only the variants that automaton
@@ -237,13 +243,14 @@ class _Known:
     """
 
     __slots__ = ("added", "added_slots", "core", "first", "generation", "literals", "marks",
-                 "patterns", "slots", "values")
+                 "patterns", "slots", "sse", "values")
 
     added: Literals | None  # the variants `literals` lacks, when built on a base
     added_slots: tuple[str, ...]
     core: dict[str, str]  # variant -> slot of what `literals` searches
     slots: tuple[str, ...]
     marks: int  # past `marks`: a mask mark, after which a shown part is looked for
+    sse: int
     literals: Literals
 
     def __init__(self, detectors: Detectors, secrets: RunSecrets,
@@ -260,7 +267,7 @@ class _Known:
         if base is not None and _extends(self.patterns, base.core):
             # Every variant the base automaton searches keeps its slot: it still serves.
             self.core, self.slots = base.core, base.slots
-            self.marks, self.literals = base.marks, base.literals
+            self.marks, self.literals, self.sse = base.marks, base.literals, base.sse
             extra = [(variant, slot) for variant, slot in patterns if variant not in base.core]
             if extra:
                 words = [variant for variant, _ in extra]
@@ -272,6 +279,7 @@ class _Known:
         self.core = self.patterns
         self.slots = tuple(slot for _, slot in patterns)
         self.marks = self.first + len(patterns)
+        self.sse = self.marks + len(_MASK_MARKS) if patterns else -1
         self.literals = (
             _literals(detectors, tuple(variant for variant, _ in patterns))
             if patterns else detectors.literals
@@ -287,12 +295,13 @@ def _extends(patterns: Mapping[str, str], base: Mapping[str, str]) -> bool:
 
 @functools.lru_cache(maxsize=16)
 def _literals(detectors: Detectors, variants: tuple[str, ...]) -> Literals:
-    """The one automaton of `detectors`' keywords, these secret variants and the mask marks.
+    """The one automaton of `detectors`' keywords, these secret variants, the mask marks
+    and the SSE line start.
 
     Shared by every redactor over the same secrets (one per test under the pytest plugin,
     each with a copy of the run's secrets): only a new set of secrets builds another.
     """
-    return Literals(detectors.keywords + variants + _MASK_MARKS)
+    return Literals(detectors.keywords + variants + _MASK_MARKS + (_SSE_MARK,))
 
 
 def _extra_rules(patterns: Mapping[str, str | re.Pattern[str]]) -> tuple[Rule, ...]:
@@ -516,7 +525,7 @@ class Redactor:
             if isinstance(data, (dict, list)):
                 self._credentials(data, found, depth + 1)
                 return
-        if "://" in text and "@" in text:
+        if "@" in text and "://" in text:  # "@" first: one byte is found at memory speed
             for match in _URL_USERINFO.finditer(text):
                 found.append(("url-password", _unquote(match.group(1))))
         if "=" in text or ":" in text:
@@ -772,13 +781,28 @@ class Redactor:
             opened = self._open(text, pointer, found, depth)
             if opened is not None:
                 text = opened
-        if depth < _MAX_DEPTH and _looks_sse(text):
-            text = self._sse_pass([text], pointer, found)[0]
+        searched: _Searched | None = None
+        if depth < _MAX_DEPTH:
+            # The one search of the text also tells whether it is a server-sent-event
+            # stream; the first scan below reuses it when the stream pass changed nothing.
+            known = self._current()
+            if known is None or known.sse < 0:
+                sse = _looks_sse(text)
+            else:
+                hits = known.literals.find(text)
+                searched = (known, hits)
+                at = known.sse
+                sse = text.startswith("data:") or any(hit[0] == at for hit in hits)
+            if sse:
+                streamed = self._sse_pass([text], pointer, found)[0]
+                if streamed is not text:
+                    text, searched = streamed, None
         # A redaction can free its neighbour: a key glued to another one only stands alone
         # once the first became a placeholder. Rescan until nothing changes (a fixpoint,
         # so redact() is idempotent); placeholders are never redacted again.
         for _ in range(_MAX_PASSES):
-            spans = self._scan(text, query=query)
+            spans = self._scan(text, query=query, searched=searched)
+            searched = None
             if not spans:
                 break
             text = self._apply(text, spans, pointer, found)
@@ -833,22 +857,27 @@ class Redactor:
         out = encoded.decode("ascii")
         return out if text.endswith("=") or len(body) % 4 == 0 else out.rstrip("=")
 
-    def _raw_spans(self, text: str, *, query: bool = False) -> list[Span]:
-        known = self._current()
+    def _raw_spans(
+        self, text: str, *, query: bool = False, searched: _Searched | None = None
+    ) -> list[Span]:
+        if searched is None:
+            known = self._current()
+            hits = known.literals.find(text) if known is not None else []
+        else:
+            known, hits = searched
         if known is None:
             found, hinted = self._detectors.scan(text)
             spans = found
         else:
             # One pass finds the detectors' keywords, the known values and the mask marks.
-            hits = known.literals.find(text)
             spans = []
-            first, marks, slots = known.first, known.marks, known.slots
+            first, marks, sse, slots = known.first, known.marks, known.sse, known.slots
             masked: list[int] = []
             for index, start, end in hits:
                 if index >= first:
                     if index < marks:
                         spans.append(Span(start, end, "known-value", slots[index - first]))
-                    else:
+                    elif index != sse:
                         masked.append(start)
             if known.added is not None:
                 # The secrets added since the large automaton was built (past them, the
@@ -890,8 +919,10 @@ class Redactor:
                         break
         return out
 
-    def _scan(self, text: str, *, query: bool = False) -> list[Span]:
-        spans = self._raw_spans(text, query=query)
+    def _scan(
+        self, text: str, *, query: bool = False, searched: _Searched | None = None
+    ) -> list[Span]:
+        spans = self._raw_spans(text, query=query, searched=searched)
         if not spans:
             return spans
         if "[REDACTED" in text or self._labelled or self.placeholder != DEFAULT_PLACEHOLDER:
@@ -1074,6 +1105,9 @@ class Redactor:
 _MASK = r"(?:…|\.{3,8}|\*{3,64}|•{2,64}|x{4,64}|X{4,64})"
 # Marks that show a value was cut or masked: only next to one is a shown part looked for.
 _MASK_MARKS = ("…", "...", "***", "••", "xxxx", "XXXX")
+# Where a server-sent event's data line starts (a stream held in one string); one starting
+# the text itself is seen with `str.startswith`.
+_SSE_MARK = "\ndata:"
 _MASKED_TAIL = re.compile(_MASK + r"([A-Za-z0-9_\-+/=]{8,256})")
 _MASKED_HEAD = re.compile(r"(?<![A-Za-z0-9_\-+/=])([A-Za-z0-9_\-+/=]{8,256}?)" + _MASK)
 _URL_USERINFO = re.compile(r"://[^\s/?#@:\"'<>]{0,256}:([^\s/?#\"'<>]{1,256})@")
@@ -1176,7 +1210,7 @@ def _as_text(chunk: Any) -> str:
 
 
 def _looks_sse(text: str) -> bool:
-    return text.startswith("data:") or "\ndata:" in text
+    return text.startswith("data:") or _SSE_MARK in text
 
 
 def _indent_of(text: str) -> int | None:
