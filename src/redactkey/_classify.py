@@ -105,11 +105,32 @@ def looks_like_recording(text: str) -> bool:
     return bool(_RECORDING_START.match(text[:512]))
 
 
-def _display(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+class _Displays:
+    """How the walk names files: resolved, relative to the working directory where they
+    are under it. The working directory and each parent directory are resolved once per
+    walk (a tree's files share a few parents); a file that is a link is resolved itself."""
+
+    def __init__(self) -> None:
+        self._cwd = Path.cwd().resolve()
+        self._parents: dict[Path, str | None] = {}  # directory -> its display, if under cwd
+
+    def _relative(self, resolved: Path) -> str | None:
+        try:
+            return resolved.relative_to(self._cwd).as_posix()
+        except ValueError:
+            return None
+
+    def __call__(self, path: Path) -> str:
+        if path.is_symlink():
+            shown = self._relative(path.resolve())
+        else:
+            parent = path.parent
+            if parent not in self._parents:
+                self._parents[parent] = self._relative(parent.resolve())
+            folder = self._parents[parent]
+            shown = None if folder is None else (
+                path.name if folder == "." else f"{folder}/{path.name}")
+        return path.as_posix() if shown is None else shown
 
 
 def _missing_reason(path: Path) -> str:
@@ -155,6 +176,7 @@ def walk(paths: Sequence[str]) -> Walk:
     directory holding no file at all is a problem (a mistyped path, not a clean tree)."""
     out = Walk()
     seen: set[Path] = set()
+    display_of = _Displays()
     for raw in paths:
         path = Path(raw)
         found: list[tuple[Path, str]] = []
@@ -163,11 +185,11 @@ def walk(paths: Sequence[str]) -> Walk:
                 if any(part in _SKIP_DIRS for part in child.relative_to(path).parts[:-1]):
                     continue
                 if child.is_file():
-                    found.append((child, _display(child)))
+                    found.append((child, display_of(child)))
             if not found:
                 out.problems.append(InputProblem(raw, "directory holds no files; check the path"))
         elif path.is_file():
-            found.append((path, _display(path) if path.is_absolute() else raw))
+            found.append((path, display_of(path) if path.is_absolute() else raw))
         elif path.exists():
             out.problems.append(InputProblem(raw, "not a regular file"))
         else:

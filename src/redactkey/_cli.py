@@ -102,8 +102,9 @@ _STRICT = click.option("--strict", is_flag=True,
                             "size cap, corrupt gzip, undecodable body) is an error, not a "
                             "warning.")
 _JOBS = click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), default=None,
-                     help="Read files in N worker processes (default: the machine's cores); "
-                          "the report is the same, in the same order.")
+                     help="Read files in N processes (default: the machine's free cores, "
+                          "its cores less the 1-minute load average); the report is the "
+                          "same, in the same order.")
 _VERBOSE = click.option("--verbose", "-v", is_flag=True,
                         help="Also list notes (request ids) in the text report.")
 

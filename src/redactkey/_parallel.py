@@ -10,15 +10,18 @@ Worker processes get the work of the calling process one of two ways:
   picklable recipe (run secrets are never pickled: a worker reads them from its own
   environment, which it inherits).
 
+`-j N` is the calling process and N - 1 workers: the calling process does not wait
+idle for the workers but reads chunks no worker has started, from the end of the walk.
 Files are handed out in chunks (one task per chunk, not per file), and `run_files`
-yields one `Outcome` per file in the order of the walk, whatever order the workers
+yields one `Outcome` per file in the order of the walk, whatever order the chunks
 finish in, so a report does not depend on `--jobs`. Small runs (a pre-commit hook's
 handful of files) stay in the calling process: starting workers costs more than it
-saves.
+saves. Without `--jobs`, the command uses the cores the load average leaves free.
 """
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import threading
@@ -30,7 +33,8 @@ from typing import Any
 from ._classify import Target
 from ._findings import Issue
 
-__all__ = ["MIN_PARALLEL_FILES", "Outcome", "default_jobs", "run_files", "start_method"]
+__all__ = ["MIN_PARALLEL_FILES", "Outcome", "cores", "default_jobs", "run_files",
+           "start_method"]
 
 # Below this many files the work stays in the calling process.
 MIN_PARALLEL_FILES = 64
@@ -52,12 +56,25 @@ class Outcome:
     extra: Any = None  # command-specific data for the tree-wide checks
 
 
-def default_jobs() -> int:
-    """The machine's cores (the CPUs this process may run on, where the OS says)."""
+def cores() -> int:
+    """The CPUs this process may run on (where the OS says), else the machine's cores."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def default_jobs() -> int:
+    """The processes `--jobs` uses when not given: the cores that are free, i.e. the
+    cores less the whole runs of work the last minute's load average counts, at least
+    one. On a busy machine another process only shares the cores this one would have
+    had (and pays its start-up); a given `--jobs N` is always honoured."""
+    total = cores()
+    try:
+        busy = int(os.getloadavg()[0])
+    except (AttributeError, OSError):  # pragma: no cover - no load average here
+        busy = 0
+    return max(1, min(total, total - busy))
 
 
 def start_method() -> str:
@@ -83,6 +100,14 @@ def _chunk(targets: Sequence[Target]) -> list[Outcome]:
     return [work(target) for target in targets]
 
 
+def _chunks(targets: Sequence[Target], jobs: int) -> list[Sequence[Target]]:
+    """The targets cut in chunks: many per process, so the load stays even to the end
+    (the last chunks are what one process may still run while the others wait), each
+    holding enough files that handing it out costs little beside its work."""
+    size = max(8, min(128, len(targets) // (jobs * 8)))
+    return [targets[at:at + size] for at in range(0, len(targets), size)]
+
+
 def run_files(
     targets: Sequence[Target],
     work: Work,
@@ -92,8 +117,13 @@ def run_files(
     progress: Progress | None = None,
 ) -> Iterator[Outcome]:
     """One outcome per target, in the targets' order: with `work` in this process, or in
-    `jobs` worker processes (forked with `work`, or spawned, each building its work
-    with `factory`, which must be picklable)."""
+    `jobs` processes: this one and `jobs - 1` workers (forked with `work`, or spawned,
+    each building its work with `factory`, which must be picklable).
+
+    This process works too rather than wait: while the chunk whose turn it is to be
+    reported is still being read by a worker, it takes the last chunk that no worker has
+    started (a pending task is cancelled and run here), so with `-j 2` one worker and
+    this process share the files, and nothing is done twice."""
     shown: Iterable[Target] = progress(targets) if progress is not None else targets
     if jobs <= 1 or factory is None or len(targets) < MIN_PARALLEL_FILES:
         for target in shown:
@@ -101,19 +131,40 @@ def run_files(
         return
     method = start_method()
     context = multiprocessing.get_context(method)
-    # a few chunks per worker: the load stays even, and each task carries many files
-    size = max(8, min(256, len(targets) // (jobs * 4)))
-    chunks = [targets[at:at + size] for at in range(0, len(targets), size)]
+    chunks = _chunks(targets, jobs)
     if method == "fork":
         _WORKER["work"] = work  # the workers are copies of this process
         options: dict[str, Any] = {}
+        # objects that exist now are never collected in a worker: its collector does not
+        # write to (and so copy) the pages it shares with this process
+        gc.freeze()
     else:
         options = {"initializer": _start, "initargs": (factory,)}
     try:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=context,
+        with ProcessPoolExecutor(max_workers=min(jobs - 1, len(chunks)), mp_context=context,
                                  **options) as pool:
-            outcomes = (outcome for done in pool.map(_chunk, chunks) for outcome in done)
-            for _target, outcome in zip(shown, outcomes, strict=True):
-                yield outcome
+            futures = [pool.submit(_chunk, chunk) for chunk in chunks]  # forks the workers
+            if method == "fork":
+                gc.unfreeze()
+            done: dict[int, list[Outcome]] = {}
+            last = len(chunks) - 1  # the next chunk from the end this process may take
+            order = iter(shown)
+            for index, future in enumerate(futures):
+                while index not in done and not future.done() and last > index:
+                    if futures[last].cancel():  # no worker has started it: run it here
+                        done[last] = [work(target) for target in chunks[last]]
+                        last -= 1
+                    else:
+                        last = index  # tasks start in order: every earlier one has too
+                if index not in done:
+                    done[index] = [work(target) for target in chunks[index]] \
+                        if future.cancel() else future.result()
+                for outcome in done.pop(index):
+                    next(order)  # the progress bar advances as outcomes are reported
+                    yield outcome
+            if next(order, None) is not None:  # pragma: no cover - one outcome per target
+                raise AssertionError("a target was left without an outcome")
     finally:
         _WORKER.pop("work", None)
+        if method == "fork" and gc.get_freeze_count():
+            gc.unfreeze()
