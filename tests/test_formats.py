@@ -176,6 +176,15 @@ class TestReadersAPI:
         assert call.status == 200
         assert call.response_body == {"data": [{"url": "https://example.com/img.png"}]}
 
+    def test_request_sent_as_a_stream(self) -> None:
+        """A request body sent as NDJSON splits into its events like a response's."""
+        path = DATA / "ndjson-request-clean.yaml"
+        (call,) = list(exchanges(read_recording(path, path.read_text(encoding="utf-8"))))
+        assert len(call.request_events) == 4
+        assert call.request_events[3] == {"title": "more", "text": "rotated today",
+                                          "password": "[REDACTED]"}
+        assert call.events == []  # the answer is one JSON document
+
     def test_sse_and_ndjson_events(self) -> None:
         """A streamed body splits into its events."""
         sse = 'data: {"a": 1}\n\ndata: {"a": 2}\n\ndata: [DONE]\n\n'

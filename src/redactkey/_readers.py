@@ -468,6 +468,7 @@ class Exchange:
     response_headers: dict[str, list[str]]
     response_body: JSONValue
     events: list[JSONValue] = field(default_factory=list)  # SSE / NDJSON, split
+    request_events: list[JSONValue] = field(default_factory=list)  # a request sent as one
 
 
 def split_events(body: JSONValue, content_type: str = "") -> list[JSONValue]:
@@ -484,6 +485,7 @@ def exchanges(recording: Recording) -> Iterator[Exchange]:
         ctype = ""
         if response is not None:
             ctype = next(iter(response.header("content-type")), "")
+        sent_as = next(iter(call.request.header("content-type")), "")
         yield Exchange(
             method=call.method, url=call.uri,
             request_headers=dict(call.request.headers), request_body=call.request.body,
@@ -491,6 +493,7 @@ def exchanges(recording: Recording) -> Iterator[Exchange]:
             response_headers=dict(response.headers) if response is not None else {},
             response_body=response.body if response is not None else None,
             events=split_events(response.body, ctype) if response is not None else [],
+            request_events=split_events(call.request.body, sent_as),
         )
 
 
