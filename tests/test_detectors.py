@@ -175,6 +175,12 @@ class TestChecksums:
             bad = good[:at] + other + good[at + 1:]
             assert [s.rule for s in detectors.spans(f"t {bad} .")] == [family + "-near-miss"]
 
+    @pytest.mark.parametrize("prefix", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"])
+    def test_wrong_length_is_a_near_miss(self, prefix: str) -> None:
+        """30 letters and digits after a GitHub prefix (36 expected): a near miss."""
+        token = prefix + "Qx7Lm2Pz9Rt4Vb8Nc3Hd6Jf1Kg5Ws0"
+        assert [s.rule for s in Detectors().spans(f"t {token} .")] == ["github-token-near-miss"]
+
     def test_other_shapes_are_not_checked(self) -> None:
         """Underscores, longer tokens and `ghs_` wrapping a JWT carry no checksum."""
         detectors = Detectors()

@@ -750,7 +750,7 @@ _NEAR_MISS_RULES: tuple[Rule, ...] = (
           "sk-" + "ant-api03-" + fake(6, seed="nm-anthropic")),
     _near("google-api-key", ("AIza",), r"[0-9A-Za-z_\-]{24,34}|[0-9A-Za-z_\-]{36,44}",
           "AI" + "za" + fake(30, seed="nm-google")),
-    _near("github-token", ("ghp_", "gho_", "ghu_", "ghr_"), r"[A-Za-z0-9]{20,35}",
+    _near("github-token", ("ghp_", "gho_", "ghu_", "ghr_", "ghs_"), r"[A-Za-z0-9]{20,35}",
           "gh" + "p_" + fake(30, seed="nm-github")),
     # GitHub's and npm's tokens end with a checksum of their own (GitHub's blog, "Behind
     # GitHub's new authentication token formats", and "Announcing npm's new access token
