@@ -184,6 +184,21 @@ class TestFixtureDir:
         with pytest.raises(FixtureFormatError, match="cannot be read"):
             store.get("text", _key(1))
 
+    def test_file_growing_while_read_is_read_whole(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A file longer than its size said a moment before is read to its end."""
+        store = FixtureDir(tmp_path)
+        big = _fixture(1, answer={"text": "x" * 200_000})
+        store.put(big)
+        real_fstat = os.fstat
+
+        def stale(fd: int) -> os.stat_result:
+            return os.stat_result((*real_fstat(fd)[:6], 10, *real_fstat(fd)[7:]))
+
+        monkeypatch.setattr(os, "fstat", stale)
+        assert store.get("text", _key(1)) == big
+
     def test_missing_directory_is_empty(self, tmp_path: Path) -> None:
         """A directory that does not exist yet holds no calls and is created on write."""
         store = FixtureDir(tmp_path / "a" / "b")

@@ -136,14 +136,31 @@ def kind_for_file_name(name: str) -> tuple[str, str] | None:
     return None
 
 
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 def _read_bytes(path: str | Path) -> bytes | None:
+    # The file at once by its size, without a buffered file object: a replayed call reads
+    # one small file, and the file object's setup costs more than the read.
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise FixtureFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)
+        if len(data) <= size:
+            return data
+        parts = [data]  # it grew since fstat: read on to the end
+        while chunk := os.read(fd, 1 << 16):
+            parts.append(chunk)
+        return b"".join(parts)
+    except OSError as exc:
+        raise FixtureFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(directory: Path) -> None:
