@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import random
 
 import pytest
 
+import redactkey._redact as redact_module
 from helpers import checksummed_token
 from redactkey import Finding, Redactor, RunSecrets, UsageError
 
@@ -158,6 +160,44 @@ class TestSensitiveKeys:
         assert redactor.redact({"github_token": value}) == {"github_token": "[REDACTED]"}
         assert redactor.redact({"note": value}) == {"note": value}
         assert redactor.redact({"next_token": "plain words"}) == {"next_token": "plain words"}
+
+
+_PIECES = [*'ab_-.:= \t\n\r"\'\\?&;#%[]<>/xyzAPI', "api_key", "token", "password",
+           "\u00a0", "\u2028", "\x0b", "\x1c", "\x85", "é", '\\\\\\"', '"a": "b"',
+           "key=val", "Authorization: Bearer x", "\n- secret: v  \n", "Cookie: a=b; c=d"]
+
+
+class TestKeyValuePlaces:
+    """Name-value pairs in text are found by trying their few possible places only."""
+
+    @pytest.mark.parametrize("dense", [0, 16], ids=["places-always", "dense-text-whole"])
+    @pytest.mark.parametrize("seed", range(4))
+    def test_same_matches_as_reading_every_position(
+        self, seed: int, dense: int, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Quoted pairs, header lines and query pairs: exactly what `finditer` finds."""
+        monkeypatch.setattr(redact_module, "_DENSE_PLACES", dense)
+        rng = random.Random(seed)
+        finders = [(redact_module._QUOTED_KV, redact_module._quoted_pairs),
+                   (redact_module._LINE_KV, redact_module._line_pairs),
+                   (redact_module._QUERY_KV, redact_module._query_pairs)]
+        for _ in range(1500):
+            text = "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 120)))
+            for pattern, places in finders:
+                expected = [(m.span(), m.groupdict()) for m in pattern.finditer(text)]
+                assert [(m.span(), m.groupdict()) for m in places(text)] == expected, text
+
+    def test_pairs_in_long_prose(self) -> None:
+        """A credential-named pair deep in long prose with colons and quotes is redacted."""
+        words = [f"word{n}" + (":" if n % 40 == 0 else "'s" if n % 31 == 0 else "")
+                 for n in range(6000)]
+        words[3000] = ('\n"api_key": "abc123def456ghi"\npassword: hunter2hunter2\n'
+                       "access_token=zzzyyyxxx111")
+        out = Redactor().redact_text(" ".join(words))
+        assert "abc123def456ghi" not in out
+        assert "hunter2hunter2" not in out
+        assert "zzzyyyxxx111" not in out
+        assert out.count("[REDACTED]") == 3
 
 
 class TestUrls:

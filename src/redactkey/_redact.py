@@ -23,8 +23,9 @@ import binascii
 import functools
 import json
 import re
+import string
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -196,6 +197,87 @@ _LINE_KV = re.compile(
 _QUERY_KV = re.compile(
     r"(?:(?<=^)|(?<=[?&;\s]))(?P<key>[A-Za-z0-9_.\-%\[\]]{1,64})=(?P<val>[^&\s#;\"'<>]+)"
 )
+
+# The three patterns above match only at a few kinds of places: a quote (after up to 7
+# backslashes), the start of a line holding a colon, the start of the run of key
+# characters before an "=". `_tried` runs a pattern at those places alone, in order,
+# skipping places inside the last match: the matches `finditer` gives over the whole text
+# (which tries every position), found at the cost of the places (str.find runs at memory
+# speed). A text dense with places (JSON, code) goes to `finditer`, which is cheaper there.
+_DENSE_PLACES = 16  # at most one place per this many characters
+_QUERY_KEY_CHARS = frozenset(string.ascii_letters + string.digits + "_.-%[]")
+
+
+def _tried(pattern: re.Pattern[str], text: str, places: list[int]) -> Iterator[re.Match[str]]:
+    """The matches of `pattern.finditer(text)`, when every match starts at one of the
+    ascending `places` (and no match is empty)."""
+    end = 0
+    for place in places:
+        if place >= end:
+            match = pattern.match(text, place)
+            if match is not None:
+                yield match
+                end = match.end()
+
+
+def _found(text: str, char: str) -> list[int]:
+    out: list[int] = []
+    at = text.find(char)
+    while at >= 0:
+        out.append(at)
+        at = text.find(char, at + 1)
+    return out
+
+
+def _quoted_pairs(text: str) -> Iterable[re.Match[str]]:
+    """`_QUOTED_KV.finditer(text)`: a match starts on its key's opening quote or on one of
+    the (up to 7) backslashes right before it."""
+    places = _found(text, '"') + _found(text, "'")
+    if len(places) * _DENSE_PLACES > len(text):
+        return _QUOTED_KV.finditer(text)
+    if "\\" in text:
+        escaped: list[int] = []
+        for at in places:
+            back = at
+            while back > 0 and at - back < 7 and text[back - 1] == "\\":
+                back -= 1
+                escaped.append(back)
+        places += escaped
+    places.sort()
+    return _tried(_QUOTED_KV, text, places)
+
+
+def _line_pairs(text: str) -> Iterable[re.Match[str]]:
+    """`_LINE_KV.finditer(text)`: a match starts a line (the text, or after a newline) and
+    holds a colon before the line ends."""
+    places: list[int] = []
+    at = text.find(":")
+    while at >= 0:
+        places.append(text.rfind("\n", 0, at) + 1)
+        if len(places) * _DENSE_PLACES > len(text):
+            return _LINE_KV.finditer(text)
+        line_end = text.find("\n", at)
+        if line_end < 0:
+            break
+        at = text.find(":", line_end)
+    return _tried(_LINE_KV, text, places)
+
+
+def _query_pairs(text: str) -> Iterable[re.Match[str]]:
+    """`_QUERY_KV.finditer(text)`: a match starts where the run of key characters before
+    one of its "=" starts (the character before is a separator, which is no key character)."""
+    equals = _found(text, "=")
+    if len(equals) * _DENSE_PLACES > len(text):
+        return _QUERY_KV.finditer(text)
+    places: list[int] = []
+    for at in equals:
+        start = at
+        while start > 0 and at - start <= 64 and text[start - 1] in _QUERY_KEY_CHARS:
+            start -= 1
+        if start < at:
+            places.append(start)
+    return _tried(_QUERY_KV, text, places)
+
 
 _B64_TEXT = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2}")
 _SSE_LINE = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)(?=\r?$)")
@@ -938,13 +1020,13 @@ class Redactor:
 
     def _keyed_spans(self, text: str, *, query: bool) -> list[Span]:
         out: list[Span] = []
-        for match in _QUOTED_KV.finditer(text):
+        for match in _quoted_pairs(text):
             if self.is_sensitive_key(match.group("key")):
                 out.append(self._val_span(match, "sensitive-key"))
-        for match in _LINE_KV.finditer(text):
+        for match in _line_pairs(text):
             if self.is_sensitive_key(match.group("key")) and match.group("val"):
                 out.append(self._val_span(match, "sensitive-key"))
-        for match in _QUERY_KV.finditer(text):
+        for match in _query_pairs(text):
             key = _norm(_unquote(match.group("key")))
             in_query = match.start() > 0 and text[match.start() - 1] in "?&;"
             names = self._sensitive_query if (in_query or query) else self._sensitive
