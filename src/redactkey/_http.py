@@ -444,8 +444,8 @@ def wants_stream(document: Mapping[str, JSON]) -> bool:
     body = document.get("json")
     if isinstance(body, Mapping) and body.get("stream") is True:
         return True
-    query = urllib.parse.urlsplit(str(document.get("url", ""))).query
-    if ("alt", "sse") in urllib.parse.parse_qsl(query):
+    url = str(document.get("url", ""))
+    if "?" in url and ("alt", "sse") in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query):
         return True
     accept = str(document.get("headers", {}).get("accept", ""))
     return any(is_stream_type(part) for part in accept.split(","))

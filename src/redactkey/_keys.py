@@ -543,10 +543,10 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
         host = f"[{host}]"  # IPv6 literal
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
         host = f"{host}:{port}"
-    canonical = dict(spec.hosts).get(host)
+    canonical = dict(spec.hosts).get(host) if spec.hosts else None
     if canonical is not None:
         scheme, host = canonical.split("://", 1)
-    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if parts.query else []
     pairs += _projected_query(request.get("query"))
     projection: dict[str, JSONValue] = {
         "method": method.upper(),

@@ -580,13 +580,20 @@ class Redactor:
         """(name, value) of every credential sent by name in a request."""
         if depth > MAX_NESTING:
             return
-        if isinstance(value, Mapping):
+        kind = type(value)
+        if kind is str:  # the common leaf, told apart without the abstract-class checks
+            if len(value) >= 8:
+                self._text_credentials(value, found, depth)
+            return
+        if kind in _SCALARS:
+            return
+        if kind is dict or (kind is not list and isinstance(value, Mapping)):
             for key, item in value.items():
                 if isinstance(key, str) and self.is_sensitive_key(key) and _norm(key) not in (
                     "cookie", "set-cookie"
                 ):
                     found.extend((key, leaf) for leaf in _string_leaves(item))
-                else:
+                elif type(item) is not str or len(item) >= 8:
                     self._credentials(item, found, depth + 1)
         elif isinstance(value, (list, tuple)):
             if (len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
