@@ -164,19 +164,22 @@ class TestSensitiveKeys:
 
 _PIECES = [*'ab_-.:= \t\n\r"\'\\?&;#%[]<>/xyzAPI', "api_key", "token", "password",
            "\u00a0", "\u2028", "\x0b", "\x1c", "\x85", "é", '\\\\\\"', '"a": "b"',
-           "key=val", "Authorization: Bearer x", "\n- secret: v  \n", "Cookie: a=b; c=d"]
+           "key=val", "Authorization: Bearer x", "\n- secret: v  \n", "Cookie: a=b; c=d",
+           '"ab": "c"de": "v"', "a=b=c", "x=y?k=v", "k: v\nk2: v2", "'s'"]
 
 
 class TestKeyValuePlaces:
     """Name-value pairs in text are found by trying their few possible places only."""
 
-    @pytest.mark.parametrize("dense", [0, 16], ids=["places-always", "dense-text-whole"])
+    @pytest.mark.parametrize("per_kb", [10**9, 64], ids=["places-always", "mostly-whole"])
     @pytest.mark.parametrize("seed", range(4))
     def test_same_matches_as_reading_every_position(
-        self, seed: int, dense: int, monkeypatch: pytest.MonkeyPatch
+        self, seed: int, per_kb: int, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Quoted pairs, header lines and query pairs: exactly what `finditer` finds."""
-        monkeypatch.setattr(redact_module, "_DENSE_PLACES", dense)
+        monkeypatch.setattr(redact_module, "_PLACES_FROM", 0)
+        monkeypatch.setattr(redact_module, "_PER_KB", dict.fromkeys(("quoted", "line", "query"),
+                                                                    per_kb))
         rng = random.Random(seed)
         finders = [(redact_module._QUOTED_KV, redact_module._quoted_pairs),
                    (redact_module._LINE_KV, redact_module._line_pairs),

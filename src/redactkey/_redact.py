@@ -203,8 +203,13 @@ _QUERY_KV = re.compile(
 # characters before an "=". `_tried` runs a pattern at those places alone, in order,
 # skipping places inside the last match: the matches `finditer` gives over the whole text
 # (which tries every position), found at the cost of the places (str.find runs at memory
-# speed). A text dense with places (JSON, code) goes to `finditer`, which is cheaper there.
-_DENSE_PLACES = 16  # at most one place per this many characters
+# speed). A short text, or one dense with places (JSON, code, YAML), goes to `finditer`,
+# which is cheaper there: a text is read whole when its first 4 KB, or the places found
+# so far, hold more per KB than `_PER_KB` allows (what trying a place costs against
+# `finditer` reading 1 KB, measured).
+_PLACES_FROM = 1024
+_HEAD = 4096
+_PER_KB = {"quoted": 64, "line": 6, "query": 32}
 _QUERY_KEY_CHARS = frozenset(string.ascii_letters + string.digits + "_.-%[]")
 
 
@@ -220,20 +225,37 @@ def _tried(pattern: re.Pattern[str], text: str, places: list[int]) -> Iterator[r
                 end = match.end()
 
 
-def _found(text: str, char: str) -> list[int]:
+def _limit(text: str, kind: str, chars: str) -> int:
+    """How many places `text` may have for `kind` before `finditer` is the cheaper read
+    (-1: read it with `finditer` at once: a short text, or one dense from its start)."""
+    if len(text) < _PLACES_FROM:
+        return -1
+    per_kb = _PER_KB[kind]
+    head = min(len(text), _HEAD)
+    if sum(text.count(char, 0, head) for char in chars) * 1024 > per_kb * head:
+        return -1
+    return len(text) * per_kb // 1024
+
+
+def _found(text: str, chars: str, limit: int) -> list[int] | None:
+    """Where `chars` occur in `text`, ascending; None past `limit` occurrences."""
     out: list[int] = []
-    at = text.find(char)
-    while at >= 0:
-        out.append(at)
-        at = text.find(char, at + 1)
+    for char in chars:
+        at = text.find(char)
+        while at >= 0:
+            if len(out) >= limit:
+                return None
+            out.append(at)
+            at = text.find(char, at + 1)
+    out.sort()
     return out
 
 
 def _quoted_pairs(text: str) -> Iterable[re.Match[str]]:
     """`_QUOTED_KV.finditer(text)`: a match starts on its key's opening quote or on one of
     the (up to 7) backslashes right before it."""
-    places = _found(text, '"') + _found(text, "'")
-    if len(places) * _DENSE_PLACES > len(text):
+    places = _found(text, "\"'", _limit(text, "quoted", "\"'"))
+    if places is None:
         return _QUOTED_KV.finditer(text)
     if "\\" in text:
         escaped: list[int] = []
@@ -243,19 +265,20 @@ def _quoted_pairs(text: str) -> Iterable[re.Match[str]]:
                 back -= 1
                 escaped.append(back)
         places += escaped
-    places.sort()
+        places.sort()
     return _tried(_QUOTED_KV, text, places)
 
 
 def _line_pairs(text: str) -> Iterable[re.Match[str]]:
     """`_LINE_KV.finditer(text)`: a match starts a line (the text, or after a newline) and
     holds a colon before the line ends."""
+    limit = _limit(text, "line", ":")
     places: list[int] = []
     at = text.find(":")
     while at >= 0:
-        places.append(text.rfind("\n", 0, at) + 1)
-        if len(places) * _DENSE_PLACES > len(text):
+        if len(places) >= limit:
             return _LINE_KV.finditer(text)
+        places.append(text.rfind("\n", 0, at) + 1)
         line_end = text.find("\n", at)
         if line_end < 0:
             break
@@ -266,8 +289,8 @@ def _line_pairs(text: str) -> Iterable[re.Match[str]]:
 def _query_pairs(text: str) -> Iterable[re.Match[str]]:
     """`_QUERY_KV.finditer(text)`: a match starts where the run of key characters before
     one of its "=" starts (the character before is a separator, which is no key character)."""
-    equals = _found(text, "=")
-    if len(equals) * _DENSE_PLACES > len(text):
+    equals = _found(text, "=", _limit(text, "query", "="))
+    if equals is None:
         return _QUERY_KV.finditer(text)
     places: list[int] = []
     for at in equals:
