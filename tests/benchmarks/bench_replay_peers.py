@@ -19,7 +19,9 @@ Needs the `bench` extra (`pip install -e '.[test,bench]'`: cassetter).
    <= 1.10x canned, vcrpy >= 4x redactkey.
 3. Prompt-size sweep: 60 non-streamed calls per size (1, 32, 256 KB prompts), best of
    `--rounds`, redactkey against canned. Target: added cost <= +0.15 ms at 1 KB and
-   <= +1.5 ms at 256 KB.
+   <= +1.5 ms at 256 KB. The sweep's prompts are lower-case words; a last line replays
+   256 KB prompts of prose punctuation (colons, apostrophes, line breaks), which the
+   search for credential-named pairs reads (no target; printed for comparison).
 4. Memory: `--memory` replays through one transport under tracemalloc; the peak and the
    memory still held after a collection, after the first tenth and at the end, and their
    growth per call. Target: flat (<= 10 bytes per call).
@@ -76,6 +78,18 @@ def _events() -> bytes:
 
 JSON_BODY = json.dumps(ANSWER).encode()
 SSE_BODY = _events()
+
+
+def _prose(n: int, size: int) -> str:
+    """A prompt of words with a colon, an apostrophe and a line break here and there."""
+    words = _prompt(n, size).split(" ")
+    for k in range(0, len(words), 40):
+        words[k] += ":"
+    for k in range(7, len(words), 31):
+        words[k] = words[k][:-1] + "'" + words[k][-1:]
+    for k in range(5, len(words), 97):
+        words[k] += "\n"
+    return " ".join(words)[:size]
 
 
 def _prompt(n: int, size: int) -> str:
@@ -267,13 +281,14 @@ def main() -> int:
     calls = [(_prompt(n, 2048), n % 2 == 1) for n in range(args.calls)]
     sweep = {kb: [(_prompt(n, kb * 1024), False) for n in range(args.sweep_calls)]
              for kb in SWEEP_KB}
+    prose = [(_prose(n, 256 * 1024), False) for n in range(args.sweep_calls)]
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         server = _Server()
         try:
             tools = Tools(Path(tmp), server.url)
             tools.record(calls)
-            for kb_calls in sweep.values():
+            for kb_calls in [*sweep.values(), prose]:
                 transport = FixtureTransport(tools.store, mode="record", redactor=tools.redactor)
                 _run(_client(server.url, transport), kb_calls)
         finally:
@@ -316,6 +331,10 @@ def main() -> int:
                 failed |= not ok
                 line += f"  target <= +{target:.2f} ms  {_verdict(ok)}"
             print(line)
+        canned = _best(tools.canned, prose, args.rounds)
+        replay = _best(tools.redactkey, prose, args.rounds)
+        print(f"   256 KB prose: canned {canned:8.0f} us, redactkey {replay:8.0f} us, "
+              f"added {(replay - canned) / 1000:+.3f} ms")
 
         if args.memory:
             failed |= not _memory(tools, calls, args.memory)
