@@ -1254,11 +1254,12 @@ def _state(request: pytest.FixtureRequest) -> _SessionState:
 class _TestPieces:
     """What redactkey built for one test, each piece once and on first use."""
 
-    __slots__ = ("built", "state", "store")
+    __slots__ = ("built", "state", "store", "used")
 
     def __init__(self, state: _SessionState) -> None:
         self.state = state
         self.built: dict[str, Any] = {}
+        self.used: dict[str, Any] = {}  # what `use` returned, so it asks once per name
         self.store: TrackedStore | None = None
 
     def own(self, request: pytest.FixtureRequest, name: str) -> Any:
@@ -1271,9 +1272,15 @@ class _TestPieces:
 
     def use(self, request: pytest.FixtureRequest, name: str) -> Any:
         """Fixture `name` as this test sees it: the project's override when there is one."""
+        used = self.used
+        if name in used:
+            return used[name]
         if self.state.provides(request.node, name):
-            return self.own(request, name)
-        return request.getfixturevalue(name)
+            value = self.own(request, name)
+        else:
+            value = request.getfixturevalue(name)
+        used[name] = value
+        return value
 
 
 def _pieces(request: pytest.FixtureRequest) -> _TestPieces:
