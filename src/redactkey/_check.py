@@ -425,9 +425,12 @@ class Checker:
                 preview = None
             kept.append((name, value, pointer, cls, preview))
         lines = recording.lines_for([pointer for _, _, pointer, _, _ in kept])
-        return [self._issue(Issue(display, line, cls, pointer=self.masked_pointer(pointer),
-                                  slot=name, preview=preview), value)
-                for (name, value, pointer, cls, preview), line in zip(kept, lines, strict=True)]
+        masked = self.masked_pointer
+        issues = [Issue(display, line, cls, masked(pointer), name, preview)
+                  for (name, _, pointer, cls, preview), line in zip(kept, lines, strict=True)]
+        if not self.tagging:  # a header class is never a near miss: `_issue` keeps them
+            return issues
+        return [self._issue(issue, site[1]) for issue, site in zip(issues, kept, strict=True)]
 
     def masked_pointer(self, pointer: str) -> str:
         """`pointer` with every member name that holds a secret masked (`/sk-p…`): an object

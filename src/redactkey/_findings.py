@@ -209,6 +209,12 @@ class Issue:
         }
 
 
+def _order(issue: Issue) -> tuple[object, ...]:
+    """The fields `Issue`'s ordering compares, in its order."""
+    return (issue.path, issue.line, issue.rule, issue.pointer, issue.slot, issue.preview,
+            issue.detail, issue.severity)
+
+
 @dataclass(frozen=True)
 class InputProblem:
     """A path that could not be read at all (exit 2)."""
@@ -247,7 +253,9 @@ class Report:
 
     def sorted_issues(self) -> list[Issue]:
         """Issues in a stable order (path, line, rule, pointer)."""
-        return sorted(set(self.issues))
+        # the order `Issue`'s own comparison gives, by a key: one tuple per issue instead
+        # of two per comparison (a tree's report holds thousands of notes)
+        return sorted(set(self.issues), key=_order)
 
     exit_zero: bool = False  # `--exit-zero`: report findings but exit 0
 
