@@ -217,18 +217,27 @@ class Recording:
             self._newlines = [m.start() for m in re.finditer("\n", self.text)]
         return bisect.bisect_left(self._newlines, offset) + 1
 
-    def lines_for(self, pointers: Sequence[str]) -> list[int]:
+    def lines_for(self, pointers: Sequence[str],
+                  strings: Sequence[str] | None = None) -> list[int]:
         """`line_for` of many pointers at once. In a JSON file not yet mapped line by line,
         the values held as plain strings are looked for in one pass over the text (each
         `line_for` call reads the text again): a string met exactly once gives its line,
-        as `line_for` would; the others are asked of `line_for` one by one."""
+        as `line_for` would; the others are asked of `line_for` one by one.
+
+        `strings`, when the caller has them, are the strings of the document at
+        `pointers`, reached through containers only (no JSON held in a string on the way):
+        they are not looked up again."""
         out = [0] * len(pointers)
         if len(pointers) >= 8 and isinstance(self.lines, _LazyJSONLines) and self.lines.pending:
             wanted: dict[str, list[int]] = {}
             for index, pointer in enumerate(pointers):
-                found = _string_ancestor(self.document, pointer)
-                if found is not None and found[1].isascii():
-                    wanted.setdefault(json.dumps(found[1]), []).append(index)
+                if strings is not None:
+                    value: str | None = strings[index]
+                else:
+                    found = _string_ancestor(self.document, pointer)
+                    value = found[1] if found is not None else None
+                if value is not None and value.isascii():
+                    wanted.setdefault(json.dumps(value), []).append(index)
             needles = list(wanted)
             try:
                 hits = ahocorasick_rs.AhoCorasick(

@@ -424,7 +424,11 @@ class Checker:
             else:
                 preview = None
             kept.append((name, value, pointer, cls, preview))
-        lines = recording.lines_for([pointer for _, _, pointer, _, _ in kept])
+        pointers = [pointer for _, _, pointer, _, _ in kept]
+        # a generic document's header sites are its own strings, reached through
+        # containers: their values need no second walk down the document
+        lines = recording.lines_for(pointers) if recording.interactions else \
+            recording.lines_for(pointers, [value for _, value, _, _, _ in kept])
         masked = self.masked_pointer
         issues = [Issue(display, line, cls, masked(pointer), name, preview)
                   for (name, _, pointer, cls, preview), line in zip(kept, lines, strict=True)]
