@@ -202,6 +202,15 @@ class TestKeyValuePlaces:
         assert "zzzyyyxxx111" not in out
         assert out.count("[REDACTED]") == 3
 
+    @pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+    def test_header_lines_any_line_ending(self, newline: str) -> None:
+        """A credential header line is redacted whether the text's lines end in LF or CRLF,
+        and the line ending is kept."""
+        secret = "hunter2" * 3
+        text = newline.join(["GET / HTTP/1.1", f"Password: {secret}", "X: y"])
+        out = Redactor(detectors=False).redact_text(text)
+        assert out == newline.join(["GET / HTTP/1.1", "Password: [REDACTED]", "X: y"])
+
 
 class TestUrls:
     """Userinfo, credential query parameters, SigV4 and path segments."""

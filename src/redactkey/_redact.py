@@ -189,9 +189,9 @@ _QUOTED_KV = re.compile(
     r"(?P<kq>\\{0,7}[\"'])(?P<key>[A-Za-z0-9_.\-]{2,64})(?P=kq)\s*(?::|=>?)\s*"
     r"(?P<vq>\\{0,7}[\"'])(?P<val>[^\"'\\\r\n]{1,8192})(?P=vq)"
 )
-# Authorization: Bearer ... (a header line, a YAML line)
+# Authorization: Bearer ... (a header line, a YAML line; a line may end in CRLF)
 _LINE_KV = re.compile(
-    r"(?m)^[ \t]*(?:-[ \t]+)?(?P<key>[A-Za-z0-9_\-]{2,64})[ \t]*:[ \t]+(?P<val>[^\r\n]*?)[ \t]*$"
+    r"(?m)^[ \t]*(?:-[ \t]+)?(?P<key>[A-Za-z0-9_\-]{2,64})[ \t]*:[ \t]+(?P<val>[^\r\n]*?)[ \t]*\r?$"
 )
 # key=value in a query string or a form body
 _QUERY_KV = re.compile(
