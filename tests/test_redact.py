@@ -406,6 +406,18 @@ class TestExtraPatterns:
         assert [f.rule for f in redactor.findings({"note": token})] == ["acme-token"]
         assert Redactor().redact(token) == token
 
+    @pytest.mark.parametrize("with_secrets", [False, True], ids=["no-secrets", "secrets"])
+    def test_extra_pattern_without_keywords_reads_every_text(self, with_secrets: bool) -> None:
+        """A pattern with no literal to gate it on runs on a text in which no keyword or
+        known value occurs, with run secrets or without."""
+        secrets = RunSecrets()
+        if with_secrets:
+            secrets.add("SLOT", "run-" + "q" * 16)
+        redactor = Redactor(secrets, extra_patterns={
+            "card": r"(?<![0-9])[0-9]{4}-[0-9]{4}-[0-9]{4}(?![0-9])"})
+        assert redactor.redact({"note": "paid with 4111-2222-3333 today"}) == {
+            "note": "paid with [REDACTED] today"}
+
     @pytest.mark.parametrize("pattern", ["(", "x*"])
     def test_bad_extra_pattern_is_a_usage_error(self, pattern: str) -> None:
         """An invalid or empty-matching pattern fails when the Redactor is built."""

@@ -1304,6 +1304,8 @@ class Detectors:
         by_keyword: dict[str, list[int]] = {}
         # A rule with no keywords (a user's own pattern) cannot be gated: it runs on every text.
         self._always = frozenset(i for i, rule in enumerate(self.rules) if not rule.keywords)
+        #: Whether a text in which no keyword occurs can have no match (no rule runs always).
+        self.keyed_only = not self._always
         for index, rule in enumerate(self.rules):
             for keyword in rule.keywords:
                 by_keyword.setdefault(keyword, []).append(index)

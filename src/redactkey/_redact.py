@@ -980,6 +980,11 @@ class Redactor:
         if known is None:
             found, hinted = self._detectors.scan(text)
             spans = found
+        elif (not hits and known.added is None and self._detectors.keyed_only
+              and "%" not in text):
+            # No keyword, known value or mask mark occurs, every rule is gated on its
+            # keywords and there is no percent-decoded view to read: nothing can match.
+            return []
         else:
             # One pass finds the detectors' keywords, the known values and the mask marks.
             spans = []
