@@ -301,16 +301,7 @@ def _hex_chunks(raw: Any) -> bool:
 
 def _hex_text(raw: list[str]) -> str | None:
     """The text nock's hex chunks hold (gunzipped within the shared cap), or None."""
-    data = bytes.fromhex("".join(raw))
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = bounded_gunzip(data)
-        except OverCap:
-            return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    return _unzipped_text(bytes.fromhex("".join(raw)))
 
 
 def _base64_text(raw: str) -> str | None:
@@ -319,6 +310,11 @@ def _base64_text(raw: str) -> str | None:
         data = base64.b64decode("".join(raw.split()), validate=True)
     except (binascii.Error, ValueError):
         return None
+    return _unzipped_text(data)
+
+
+def _unzipped_text(data: bytes) -> str | None:
+    """`data` as UTF-8 text, gunzipped first (within the shared cap) if it is gzip."""
     if data[:2] == b"\x1f\x8b":
         try:
             data = bounded_gunzip(data)
