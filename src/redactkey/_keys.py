@@ -692,7 +692,9 @@ def material_and_key(
     if redactor is not None:
         request = redactor.redact(_counted_part(request, spec))
     if redactor is not None and not spec.normalizers:
-        # The redactor's output is a fresh copy: the material may hold it as it is.
+        # The redactor's output is a fresh copy (or, from ModelFixtures, the request itself
+        # when redaction changes nothing, copied later if it may be written): the material
+        # may hold it as it is.
         material = {
             "kind": kind,
             "request": _projection(request, spec, _as_is),

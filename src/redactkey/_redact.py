@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
+import itertools
 import json
 import re
 import string
@@ -409,6 +411,33 @@ def _literals(detectors: Detectors, variants: tuple[str, ...]) -> Literals:
     return Literals(detectors.keywords + variants + _MASK_MARKS + (_SSE_MARK,))
 
 
+# The one search over many texts (docs/decisions/0172): the texts joined by a character no
+# literal holds, each one after it, so that a text's start is a literal too.
+_SEP = "\x00"
+_OPENS = (*(_SEP + c for c in "{[ \t\r\n"), _SEP + "data:")
+_KEY_ENDS = ("\"", "'", "\\", " ", "\t", ":", "=")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_GATED_LENGTH = 4096  # longer texts are read alone: their own search is their only one
+_GATED_DEPTH = 64
+
+
+@functools.lru_cache(maxsize=16)
+def _gate_of(literals: Literals) -> Literals:
+    """`literals` with the start of an event line and the starts of a text that `_str`
+    opens or reads as a stream (cached by the automaton's identity)."""
+    return Literals(tuple(dict.fromkeys((*literals.patterns, _SSE_MARK, *_OPENS))))
+
+
+def _hit_texts(hits: list[tuple[int, int, int]], texts: list[str]) -> set[int]:
+    """The indexes of `texts` (joined as `_SEP + _SEP.join(texts)`) where `hits` start."""
+    starts = []
+    at = 0
+    for text in texts:
+        starts.append(at)
+        at += len(text) + 1
+    return {bisect.bisect_right(starts, start) - 1 for _, start, _ in hits}
+
+
 def _extra_rules(patterns: Mapping[str, str | re.Pattern[str]]) -> tuple[Rule, ...]:
     """A user's own detectors: rule name -> regular expression; the whole match is the secret."""
     rules = []
@@ -487,6 +516,7 @@ class Redactor:
         )
         self._lock = threading.Lock()
         self._known: _Known | None = None
+        self._names_gate: Literals | None = None
         for label in ("X", "OPENAI_API_KEY", "authorization"):
             sample = self._placeholder_for(label)
             if self._raw_spans(sample, query=True):
@@ -580,7 +610,15 @@ class Redactor:
         minimum length are passed over. Returns how many new values were learned.
         """
         found: list[tuple[str, str]] = []
-        self._credentials(request, found, 0)
+        texts: list[str] = []
+        # One walk takes the credentials sent by name and sets the texts aside; the texts
+        # are read one by one only where one search over them all finds what a credential
+        # in text needs (docs/decisions/0172). Otherwise they hold none, and `found` is
+        # what the walk reading each text would have found, in the same order.
+        self._credentials(request, found, 0, texts)
+        if texts and not self._texts_hold_no_credentials(texts):
+            found = []
+            self._credentials(request, found, 0)
         if not found:
             return 0
         secrets = self._secrets
@@ -599,14 +637,21 @@ class Redactor:
                 secrets.learn(f"learned:{_norm(name)}", credential)
         return secrets.version - before
 
-    def _credentials(self, value: Any, found: list[tuple[str, str]], depth: int) -> None:
-        """(name, value) of every credential sent by name in a request."""
+    def _credentials(
+        self, value: Any, found: list[tuple[str, str]], depth: int,
+        texts: list[str] | None = None,
+    ) -> None:
+        """(name, value) of every credential sent by name in a request. With `texts`, the
+        texts that would be read for credentials are appended there instead."""
         if depth > MAX_NESTING:
             return
         kind = type(value)
         if kind is str:  # the common leaf, told apart without the abstract-class checks
             if len(value) >= 8:
-                self._text_credentials(value, found, depth)
+                if texts is None:
+                    self._text_credentials(value, found, depth)
+                else:
+                    texts.append(value)
             return
         if kind in _SCALARS:
             return
@@ -617,16 +662,167 @@ class Redactor:
                 ):
                     found.extend((key, leaf) for leaf in _string_leaves(item))
                 elif type(item) is not str or len(item) >= 8:
-                    self._credentials(item, found, depth + 1)
+                    self._credentials(item, found, depth + 1, texts)
         elif isinstance(value, (list, tuple)):
             if (len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
                     and self.is_sensitive_key(value[0])):
                 found.append((value[0], value[1]))
                 return
             for item in value:
-                self._credentials(item, found, depth + 1)
+                self._credentials(item, found, depth + 1, texts)
         elif isinstance(value, str) and len(value) >= 8:
-            self._text_credentials(value, found, depth)
+            if texts is None:
+                self._text_credentials(value, found, depth)
+            else:
+                texts.append(value)
+
+    def _texts_hold_no_credentials(self, texts: list[str]) -> bool:
+        """Whether `_text_credentials` finds nothing in any of `texts` (False: maybe it does).
+
+        A credential in text needs one of: a JSON document to open (the text starts with
+        `{` or `[`), a URL's userinfo (`@`), or a credential name followed by what ends a
+        key in a quoted, line or query pair (a quote, a backslash, a space, a tab, `:` or
+        `=`), in a text holding `:` or `=`; a percent escape could spell any name. Only the
+        texts with one of those are read as the walk reads them; no name at all found in
+        one search of the rest proves they hold none.
+        """
+        names = self._name_marks()
+        if names is None:
+            return False
+        suspects: list[str] = []
+        paired: list[str] = []
+        for text in texts:
+            if text[0] in "{[" or "@" in text or "%" in text:
+                suspects.append(text)
+            elif ":" in text or "=" in text:
+                paired.append(text)
+        if paired:
+            # A key in text is ASCII, lower-cased by _norm as lower() lower-cases it here
+            # (each text alone: lower() may change the length of a non-ASCII one).
+            lowered = [text.lower() for text in paired]
+            hits = names.find(_SEP + _SEP.join(lowered))
+            if hits:
+                suspects.extend(paired[i] for i in sorted(_hit_texts(hits, lowered)))
+        for text in suspects:
+            found: list[tuple[str, str]] = []
+            self._text_credentials(text, found, 0)
+            if found:
+                return False
+        return True
+
+    def _name_marks(self) -> Literals | None:
+        """Every spelling of every credential name (lower case, `-` or `_` between its
+        parts) followed by each character that can end a key in text; None when a name has
+        too many parts to spell out."""
+        marks = self._names_gate
+        if marks is None:
+            words: list[str] = []
+            for name in sorted(self._sensitive | self._sensitive_query):
+                parts = name.split("-")
+                if len(parts) > 9:
+                    return None
+                for seps in itertools.product("-_", repeat=len(parts) - 1):
+                    tail = zip(seps, parts[1:], strict=True)
+                    spelled = parts[0] + "".join(sep + part for sep, part in tail)
+                    words.extend(spelled + end for end in _KEY_ENDS)
+            marks = self._names_gate = Literals(words)
+        return marks
+
+    def redact_lean(self, value: Any) -> Any:
+        """`redact(value)`, or `value` itself (no copy) when redacting it changes nothing.
+
+        For plain JSON data (exact dicts with string keys, lists, strings, numbers, bools,
+        None) that holds no credential-named member or pair, one search over all its
+        strings at once proves which of them redaction can change; only those are read one
+        by one (docs/decisions/0172). Anything else is redacted as `redact` does.
+        """
+        texts: list[str] = []
+        if not self._plain_texts(value, texts, 0):
+            return self.redact(value)
+        if not texts:
+            return value
+        for text in self._suspect_texts(texts):
+            if self._str(text, "", None, 0) != text:
+                return self.redact(value)
+        return value
+
+    def _plain_texts(self, value: Any, texts: list[str], depth: int) -> bool:
+        """Append the strings of `value` that redaction reads (keys and values of 8 or more
+        characters); False when `value` is not plain JSON data or holds a credential-named
+        member or pair, which the walk treats apart."""
+        kind = type(value)
+        if kind is str:
+            if len(value) >= 8:
+                texts.append(value)
+            return True
+        if kind in _SCALARS:
+            return True
+        if depth > _GATED_DEPTH:
+            return False
+        classes = self._key_classes
+        if kind is dict:
+            for key, item in value.items():
+                if type(key) is not str:
+                    return False
+                klass = classes.get(key)
+                if klass is None:
+                    klass = self._key_class(key)
+                if klass:
+                    return False
+                if len(key) >= 8:
+                    texts.append(key)
+                kind = type(item)
+                if kind is str:
+                    if len(item) >= 8:
+                        texts.append(item)
+                elif kind not in _SCALARS and not self._plain_texts(item, texts, depth + 1):
+                    return False
+            return True
+        if kind is list:
+            if len(value) == 2 and type(value[0]) is str and self._key_class(value[0]) == 1:
+                return False
+            for item in value:
+                kind = type(item)
+                if kind is str:
+                    if len(item) >= 8:
+                        texts.append(item)
+                elif kind not in _SCALARS and not self._plain_texts(item, texts, depth + 1):
+                    return False
+            return True
+        return False
+
+    def _suspect_texts(self, texts: list[str]) -> list[str]:
+        """The texts whose redaction may differ from them: those in which one search over
+        all the short ones finds a detector keyword, a secret's variant, a mask mark or the
+        start of a server-sent event, or that start as a document to open (`{`, `[`,
+        white space, base64) or an event (`data:`), or hold a percent escape; and every
+        long text (its own search in `_str` is the one search it gets)."""
+        if not self._detectors.keyed_only:
+            return texts  # a rule without keywords reads every text
+        suspects: list[str] = []
+        short: list[str] = []
+        for text in texts:
+            if len(text) > _GATED_LENGTH or (
+                # a base64 text is opened when its decoded text would change
+                len(text) >= 16 and _B64_TEXT.fullmatch(text)
+                and self._open_b64(text, "", None, 0) is not None
+            ):
+                suspects.append(text)
+            else:
+                short.append(text)
+        if not short:
+            return suspects
+        joined = _SEP + _SEP.join(short)
+        known = self._current()
+        literals = known.literals if known is not None else self._detectors.literals
+        hits = _gate_of(literals).find(joined)
+        if known is not None and known.added is not None:
+            hits += known.added.find(joined)
+        flagged = _hit_texts(hits, short) if hits else set()
+        if "%" in joined:
+            flagged.update(i for i, text in enumerate(short) if _ESCAPE.search(text))
+        suspects.extend(short[i] for i in sorted(flagged))
+        return suspects
 
     def _text_credentials(self, text: str, found: list[tuple[str, str]], depth: int) -> None:
         if text[:1] in ("{", "[") and depth < _MAX_DEPTH:

@@ -317,6 +317,22 @@ def _copied(value: Any) -> Any:
 _UNREAD: Any = object()
 
 
+class _Lean:
+    """A redactor for one key: `Redactor.redact_lean`, which hands back the request itself
+    when redaction would change nothing (`kept` then says so)."""
+
+    __slots__ = ("kept", "redactor")
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.kept = False
+
+    def redact(self, value: Any) -> Any:
+        out = self.redactor.redact_lean(value)
+        self.kept = out is value
+        return out
+
+
 class _Call:
     """One call's key material and key, computed once; and its fixture once read
     (`ModelFixtures.recorded`), for the lookup that follows."""
@@ -460,9 +476,19 @@ class ModelFixtures:
         # argument, not only the environment) join the run secrets before anything is
         # redacted: an answer that echoes one loses it. In replay too, so that a dummy key
         # echoed into a prompt is keyed the way the live one was.
-        self.redactor.learn(request)
+        redactor = self.redactor
+        redactor.learn(request)
+        if type(redactor) is Redactor:
+            lean = _Lean(redactor)
+            material, key = material_and_key(
+                kind, request, spec=spec or self.spec_for(kind), redactor=lean
+            )
+            if lean.kept and self.mode != "replay":
+                # The material holds the caller's own data: copy what may be written later.
+                material = _copy_json(material)
+            return _Call(kind, material, key)
         material, key = material_and_key(
-            kind, request, spec=spec or self.spec_for(kind), redactor=self.redactor
+            kind, request, spec=spec or self.spec_for(kind), redactor=redactor
         )
         return _Call(kind, material, key)
 
