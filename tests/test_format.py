@@ -204,3 +204,23 @@ class TestSchema:
             jsonschema.Draft202012Validator(fixture_json_schema()).validate(doc)
         with pytest.raises(FixtureFormatError):
             parse_fixture("f", json.dumps(doc).encode())
+
+
+class TestTrustedRead:
+    """A fixture read by the cheap path is the model pydantic's `model_construct` builds."""
+
+    @pytest.mark.parametrize("outcome", [{"answer": {"a": [1, "x"]}}, {"answer": None},
+                                         {"chunks": [{"b": 1.5}, "data: x"]}])
+    def test_same_as_model_construct(self, outcome: dict[str, Any]) -> None:
+        """Fields, their order, the fields set and the pydantic slots all agree."""
+        import redactkey._format as fmt
+
+        doc = _doc(**outcome)
+        read = parse_fixture("f.json", json.dumps(doc).encode())
+        built = Fixture.model_construct(_fields_set=set(doc), **doc)
+        assert fmt._constructed is fmt._construct_directly
+        assert list(read.__dict__.items()) == list(built.__dict__.items())
+        assert read.model_fields_set == built.model_fields_set
+        assert read == built
+        assert read.outcome == next(iter(outcome))
+        assert read.dumps() == built.dumps()
