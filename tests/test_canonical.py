@@ -410,8 +410,8 @@ class TestToJson:
         assert pointer_join(pointer, token) == expected
 
 
-def _naive_run(data: bytes) -> bool:
-    return any(run and len(run) >= 19 for run in
+def _naive_run(data: bytes, length: int = 19) -> bool:
+    return any(run and len(run) >= length for run in
                bytes(c if 0x30 <= c <= 0x39 else 0x20 for c in data).split())
 
 
@@ -429,6 +429,7 @@ class TestLongDigitRun:
             place = rng.randrange(len(data))
             data[place : place + 3] = b"123"[: len(data) - place]
         assert long_digit_run(bytes(data)) is _naive_run(bytes(data))
+        assert long_digit_run(bytes(data), 16) is _naive_run(bytes(data), 16)
 
     @pytest.mark.parametrize("size", [100, 5000, 300_000])
     @pytest.mark.parametrize("where", ["start", "middle", "end"])
@@ -439,6 +440,15 @@ class TestLongDigitRun:
             data = bytearray(b"x" * size)
             data[at : at + len(digits)] = digits.encode()
             assert long_digit_run(bytes(data)) is found
+
+    @pytest.mark.parametrize("size", [100, 5000, 300_000])
+    def test_run_of_sixteen(self, size: int) -> None:
+        """Told 16, a lone 16-digit number is found anywhere; 15 digits are not a run."""
+        for at in (0, size // 2 + 5, size - 16):
+            for digits, found in (("9" * 16, True), ("9" * 15, False)):
+                data = bytearray(b"x" * size)
+                data[at : at + len(digits)] = digits.encode()
+                assert long_digit_run(bytes(data), 16) is found
 
     def test_digits_everywhere(self) -> None:
         """A text dense with short numbers is read whole, and still answers right."""

@@ -51,29 +51,31 @@ _SAMPLED_FROM: Final = 4096
 _MAX_PLACES: Final = 64
 
 
-def long_digit_run(data: bytes) -> bool:
-    """Whether `data` holds 19 or more ASCII digits in a row.
+def long_digit_run(data: bytes, run: int = _RUN) -> bool:
+    """Whether `data` holds `run` (19 unless told) or more ASCII digits in a row.
 
     Only such JSON text can hold an integer orjson reads as a float (below -2**63 or from
     2**64 on, i.e. 19 digits and up); text without one, orjson reads exactly as `json`
-    does. A long text is read at every 19th byte first: a run of 19 digits covers one of
-    those places, so only around a digit found there can a run be, and a text with none
-    costs a twentieth of a full read.
+    does. With `run` 16, text without one holds no integer beyond 2**53 (16 digits) either.
+    A long text is read at every `run`-th byte first: a run of that many digits covers one
+    of those places, so only around a digit found there can a run be, and a text with
+    none costs a `run`-th of a full read.
     """
+    marks = _LONG_RUN if run == _RUN else b"\x01" * run
     if len(data) < _SAMPLED_FROM:
-        return _LONG_RUN in data.translate(_DIGITS)
-    sample = data[::_RUN].translate(_DIGITS)
+        return marks in data.translate(_DIGITS)
+    sample = data[::run].translate(_DIGITS)
     places = sample.count(1)
     if not places:
         return False
     if places > _MAX_PLACES:  # digits everywhere (numbers, ids): read it all
-        return _LONG_RUN in data.translate(_DIGITS)
+        return marks in data.translate(_DIGITS)
     at = sample.find(1)
     while at >= 0:
-        middle = at * _RUN
-        # Any run of 19 through `middle` has 19 of its digits in this window.
-        window = data[max(0, middle - _RUN + 1) : middle + _RUN]
-        if _LONG_RUN in window.translate(_DIGITS):
+        middle = at * run
+        # Any run through `middle` has all its digits in this window.
+        window = data[max(0, middle - run + 1) : middle + run]
+        if marks in window.translate(_DIGITS):
             return True
         at = sample.find(1, at + 1)
     return False

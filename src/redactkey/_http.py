@@ -135,6 +135,7 @@ def is_event_stream(content_type: str | None) -> bool:
 
 
 _STRICT: Final = orjson.OPT_STRICT_INTEGER
+_SAFE_RUN: Final = 16  # 2**53 has 16 digits: a shorter integer is exact in JSON
 
 
 def is_aws_event_stream(content_type: str | None) -> bool:
@@ -145,10 +146,16 @@ def is_aws_event_stream(content_type: str | None) -> bool:
 def _json_value(text: str | bytes) -> tuple[bool, JSON]:
     """Parse JSON that canonical JSON can hold (no NaN, no huge integers), else (False, None)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if not long_digit_run(data):
-        # orjson refuses NaN, infinities and lone surrogates; with no long digit run it
-        # reads every integer as an integer, and strict dumping refuses those beyond
-        # 2**53. What is left is what `to_json` would return.
+    if not long_digit_run(data, _SAFE_RUN):
+        # orjson refuses NaN, infinities and lone surrogates; with no 16 digits in a row
+        # no integer reaches 2**53. What it returns is what `to_json` would return.
+        try:
+            return True, orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    elif not long_digit_run(data):
+        # With no long digit run orjson reads every integer as an integer, and strict
+        # dumping refuses those beyond 2**53.
         try:
             value = orjson.loads(data)
             orjson.dumps(value, option=_STRICT)
