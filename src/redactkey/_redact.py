@@ -695,7 +695,9 @@ class Redactor:
             if text[0] in "{[" or "@" in text or "%" in text:
                 suspects.append(text)
             elif ":" in text or "=" in text:
-                paired.append(text)
+                # a long text is read alone at once: the pair searches cost less than a
+                # second pass of it lower-cased through the names
+                (suspects if len(text) > _GATED_LENGTH else paired).append(text)
         if paired:
             # A key in text is ASCII, lower-cased by _norm as lower() lower-cases it here
             # (each text alone: lower() may change the length of a non-ASCII one).
