@@ -481,6 +481,32 @@ class TestBuiltOnce:
         assert custom._detectors is not first._detectors
         assert custom.redact("key ours_abcdefghijkl") == "key [REDACTED]"
 
+    def test_redactors_with_the_same_names_share_the_credential_name_gate(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Learning from requests through many redactors (one per test) builds the search
+        for credential names once per set of names, not once per redactor."""
+        import redactkey._redact as module
+
+        built: list[int] = []
+
+        class Counting(module.Literals):
+            def __init__(self, patterns: list[str]) -> None:
+                built.append(len(patterns))
+                super().__init__(patterns)
+
+        monkeypatch.setattr(module, "Literals", Counting)
+        module._names_gate_of.cache_clear()
+        request = {"url": "https://h.example/v1?a=b", "note": "key: value here"}
+        base = Redactor(RunSecrets())
+        for _ in range(5):
+            base.over(RunSecrets()).learn(request)
+            Redactor(RunSecrets()).learn(request)
+        assert len(built) == 1
+        other = Redactor(RunSecrets(), sensitive_keys=["x-tenant-secret"])
+        assert other._name_marks() is not base._name_marks()
+        assert other.learn({"note": "x-tenant-secret: " + "t0k" * 6}) == 1
+
     def test_a_secret_added_later_is_found_by_every_redactor_over_it(self) -> None:
         """Sharing the detectors never shares secrets: each redactor sees its own."""
         secrets = RunSecrets()

@@ -516,7 +516,7 @@ class Redactor:
         )
         self._lock = threading.Lock()
         self._known: _Known | None = None
-        self._names_gate: Literals | None = None
+        self._gate_names = frozenset(self._sensitive | self._sensitive_query)
         for label in ("X", "OPENAI_API_KEY", "authorization"):
             sample = self._placeholder_for(label)
             if self._raw_spans(sample, query=True):
@@ -715,20 +715,8 @@ class Redactor:
     def _name_marks(self) -> Literals | None:
         """Every spelling of every credential name (lower case, `-` or `_` between its
         parts) followed by each character that can end a key in text; None when a name has
-        too many parts to spell out."""
-        marks = self._names_gate
-        if marks is None:
-            words: list[str] = []
-            for name in sorted(self._sensitive | self._sensitive_query):
-                parts = name.split("-")
-                if len(parts) > 9:
-                    return None
-                for seps in itertools.product("-_", repeat=len(parts) - 1):
-                    tail = zip(seps, parts[1:], strict=True)
-                    spelled = parts[0] + "".join(sep + part for sep, part in tail)
-                    words.extend(spelled + end for end in _KEY_ENDS)
-            marks = self._names_gate = Literals(words)
-        return marks
+        too many parts to spell out. Built once per set of names (`_names_gate_of`)."""
+        return _names_gate_of(self._gate_names)
 
     def redact_lean(self, value: Any) -> Any:
         """`redact(value)`, or `value` itself (no copy) when redacting it changes nothing.
@@ -1475,6 +1463,25 @@ def _merged(spans: list[Span]) -> list[Span]:
         else:
             out.append(span)
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def _names_gate_of(names: frozenset[str]) -> Literals | None:
+    """The automaton of `Redactor._name_marks` for these credential names.
+
+    Shared by every redactor with the same names, as the detectors are (one redactor per
+    test under the pytest plugin): building it costs milliseconds, a test far less.
+    """
+    words: list[str] = []
+    for name in sorted(names):
+        parts = name.split("-")
+        if len(parts) > 9:
+            return None
+        for seps in itertools.product("-_", repeat=len(parts) - 1):
+            tail = zip(seps, parts[1:], strict=True)
+            spelled = parts[0] + "".join(sep + part for sep, part in tail)
+            words.extend(spelled + end for end in _KEY_ENDS)
+    return Literals(words)
 
 
 @functools.lru_cache(maxsize=32)
