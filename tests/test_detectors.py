@@ -333,13 +333,26 @@ class TestWindows:
         """Each rule is proven to hold a keyword in every match, within a bounded reach
         or at the opening of the match."""
         detectors = Detectors()
-        rules = zip(detectors.rules, detectors._reach, detectors._lead, strict=True)
-        assert [rule.name for rule, reach, lead in rules if reach is None and lead is None] == []
+        bounds = [detectors._bound(i) for i in range(len(detectors.rules))]
+        rules = zip(detectors.rules, bounds, strict=True)
+        assert [rule.name for rule, (reach, lead) in rules if reach is None and lead is None] == []
         assert _detectors._opening(re.compile(r"ab(?:c|d)\w+"), ("abc",)) is None
         assert _detectors._opening(re.compile(r"x{2}ab\w+"), ("ab",)) == (frozenset({2}), False)
         assert _detectors._reach(re.compile(r"(?:ab|cd)+x"), ("ab",)) is None
         assert _detectors._reach(re.compile(r"[a-z]{2}key=\w{4}"), ("key=",)) is not None
         assert _detectors._reach(re.compile(r"k(?:ey|ee)=\w{4}"), ("key=",)) is None
+
+    def test_a_rule_s_reach_is_worked_out_when_it_first_reads_a_long_text(self) -> None:
+        """Building the detectors parses no rule's pattern; a rule that fires in a long
+        text has its reach worked out then, once."""
+        detectors = Detectors()
+        assert set(detectors._bounds) == {None}
+        token = "gh" + "p_" + "a1B2" * 9
+        detectors.spans("word " * 300 + token)
+        worked = [rule.name for rule, bound in zip(detectors.rules, detectors._bounds,
+                                                   strict=True) if bound is not None]
+        assert worked
+        assert len(worked) < len(detectors.rules) // 2
 
     @pytest.mark.parametrize("seed", range(8))
     def test_same_spans_as_the_whole_text(

@@ -58,10 +58,6 @@ from ._keys import KeySpec, default_spec
 if TYPE_CHECKING:
     from ._verify import VerifyRules
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
     "AllowEntry",
@@ -384,6 +380,11 @@ def _parse_toml(path: Path, source: str) -> dict[str, Any]:
         raise ConfigError(
             source, f"not UTF-8 (invalid byte at offset {exc.start}); save it as UTF-8"
         ) from None
+    # imported here: a run without a configuration file never needs a TOML parser
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
     try:
         table: dict[str, Any] = tomllib.loads(text)
         return table

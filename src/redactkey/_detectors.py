@@ -27,6 +27,7 @@ import logging
 import math
 import re
 import string
+import sys
 import time
 import warnings
 import zlib
@@ -95,6 +96,78 @@ class Span(NamedTuple):
     slot: str | None
 
 
+_GLOBAL_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+
+
+class DeferredPattern:
+    """A regular expression compiled the first time it is used, standing in for the
+    `re.Pattern` it compiles to (the methods a rule's pattern is used through).
+
+    Compiling every rule's pattern at import costs more than most runs spend matching:
+    a rule runs only where one of its keywords occurs. Equal (and hashed) by its text and
+    flags, without compiling it, so rules made of it key caches as cheaply as before.
+    """
+
+    __slots__ = ("_compiled", "flags", "pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+        if _GLOBAL_FLAGS.match(pattern):
+            # inline flags (`(?i)`) count as the pattern's own: compile now to read them
+            self._compiled = re.compile(pattern, flags)
+            self.flags = self._compiled.flags
+
+    def __repr__(self) -> str:
+        return f"DeferredPattern({self.pattern!r}, {self.flags})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DeferredPattern):
+            return (self.pattern, self.flags) == (other.pattern, other.flags)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((DeferredPattern, self.pattern, self.flags))
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern (compiled once; compiling twice in two threads is harmless)."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self.pattern, self.flags)
+        return compiled
+
+    @property
+    def groups(self) -> int:
+        return self.compiled.groups
+
+    def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.compiled.match(text, pos, endpos)
+
+    def fullmatch(
+        self, text: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> re.Match[str] | None:
+        return self.compiled.fullmatch(text, pos, endpos)
+
+    def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.compiled.search(text, pos, endpos)
+
+    def finditer(
+        self, text: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[str]]:
+        return self.compiled.finditer(text, pos, endpos)
+
+
+def compiled(pattern: Pattern) -> re.Pattern[str]:
+    """The `re.Pattern` a rule matches with."""
+    return pattern.compiled if isinstance(pattern, DeferredPattern) else pattern
+
+
+#: What a rule matches with: a compiled pattern, or one compiled on first use.
+Pattern = re.Pattern[str] | DeferredPattern
+
+
 @dataclass(frozen=True)
 class Rule:
     """One detector, declared once: a compiled pattern, the literals that gate it, the group
@@ -110,7 +183,7 @@ class Rule:
     """
 
     name: str
-    pattern: re.Pattern[str]
+    pattern: Pattern
     keywords: tuple[str, ...]
     group: int = 0
     validate: Callable[[str], bool] | None = field(default=None, compare=False)
@@ -165,7 +238,7 @@ def rule(
     jump to it) and is bounded everywhere: its cost grows linearly with the text."""
     return Rule(
         name,
-        re.compile(regex, flags),
+        DeferredPattern(regex, flags),
         tuple(keywords),
         group,
         validate,
@@ -1328,12 +1401,12 @@ class Detectors:
         )
         self.literals = Literals(self.keywords)
         at = {keyword: index for index, keyword in enumerate(self.keywords)}
-        self._reach = tuple(
-            _reach(rule.pattern, stems) for rule, stems in zip(self.rules, anchors, strict=True)
-        )
-        self._lead = tuple(
-            _opening(rule.pattern, stems) if reach is None else None
-            for rule, stems, reach in zip(self.rules, anchors, self._reach, strict=True)
+        self._anchors = anchors
+        # How far each rule reaches around its keywords, worked out (from its parsed
+        # pattern) the first time the rule reads a long text: most runs never need most
+        # rules' reach, and parsing every pattern costs more than a test run's replays.
+        self._bounds: list[tuple[_Reach | None, _Lead | None] | None] = [None] * len(
+            self.rules
         )
         # The automaton's numbers of each rule's place markers.
         self._own = tuple(
@@ -1380,7 +1453,7 @@ class Detectors:
     ) -> list[re.Match[str]] | None:
         """The matches of rule `index` read only near its keywords (`matches_near`, and for
         an unbounded rule that opens with one, `_led`), or None to read the whole text."""
-        reach, lead = self._reach[index], self._lead[index]
+        reach, lead = self._bounds[index] or self._bound(index)
         if reach is None and lead is None:
             return None
         folded = reach.folded if reach is not None else lead is not None and lead.folded
@@ -1388,7 +1461,7 @@ class Detectors:
             # Unicode case folding reaches past ASCII spellings (`ſ` is an `s`).
             return None
         at = [start for k in self._own[index] for start in starts.get(k, ())]
-        pattern = self.rules[index].pattern
+        pattern = compiled(self.rules[index].pattern)
         if reach is None:
             assert lead is not None
             return _led(pattern, text, at, lead.offsets)
@@ -1396,6 +1469,16 @@ class Detectors:
         if windows is None:
             return None
         return [match for lo, hi in windows for match in pattern.finditer(text, lo, hi)]
+
+    def _bound(self, index: int) -> tuple[_Reach | None, _Lead | None]:
+        """The reach of rule `index` around its keywords (or where its matches open), kept
+        once worked out (two threads may both work it out: the result is the same)."""
+        rule, stems = self.rules[index], self._anchors[index]
+        pattern = compiled(rule.pattern)
+        reach = _reach(pattern, stems)
+        bound = (reach, _opening(pattern, stems) if reach is None else None)
+        self._bounds[index] = bound
+        return bound
 
     def _scan_once(
         self, text: str, hits: list[tuple[int, int, int]] | None = None
@@ -1428,7 +1511,7 @@ class Detectors:
             rule = self.rules[index]
             matches: Iterable[re.Match[str]] | None = None
             if blob:
-                matches = _first(rule.pattern, text)
+                matches = _first(compiled(rule.pattern), text)
             elif near:
                 matches = self._near(index, text, starts)
             if matches is None:

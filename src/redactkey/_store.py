@@ -25,8 +25,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from filelock import FileLock
-
 from ._errors import FixtureFormatError, UsageError
 from ._format import (
     HTTP_KIND,
@@ -362,6 +360,8 @@ class CassetteStore:
         """Add or replace one entry: read, modify and write under a cross-process lock."""
         self.path_for(fixture.kind, fixture.key)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock  # only a cassette's writer needs the lock (and its import)
+
         with FileLock(str(self.lock_path), timeout=self.lock_timeout):
             old = _read_bytes(self.path)
             entries = self._parse(old) if old is not None else {}
