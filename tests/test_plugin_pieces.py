@@ -187,6 +187,50 @@ class TestOverrides:
         assert [e["outcome"] for e in doc["recorded"]] == ["recorded"]
 
 
+class TestFixtureCost:
+    """The plugin's fixtures ask pytest for nothing per test beyond themselves."""
+
+    def test_the_fixtures_take_no_request(self, pytester: pytest.Pytester) -> None:
+        """pytest builds a fixture definition of its own for every `request` a fixture
+        takes; the plugin's fixtures take none (and none of their pieces)."""
+        pytester.makepyfile(
+            """
+            from redactkey.pytest_plugin import REDACTKEY_FIXTURES
+
+            def test_names(request):
+                manager = request.session._fixturemanager
+                taken = {}
+                for name in sorted(REDACTKEY_FIXTURES | {"redactkey_secret_slots"}):
+                    [definition] = manager.getfixturedefs(name, request.node)
+                    taken[name] = definition.argnames
+                assert taken == {name: () for name in taken}
+            """
+        )
+        run(pytester).assert_outcomes(passed=1)
+
+    def test_a_piece_is_the_test_s_own_when_fixtures_are_asked_late(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        """A test that asks for `model_fixtures` while it runs gets its own pieces: its
+        node id labels the calls it records."""
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.redactkey(mode="record")
+            @pytest.mark.parametrize("n", [1, 2])
+            def test_late(request, n):
+                layer = request.getfixturevalue("model_fixtures")
+                assert layer.label == request.node.nodeid
+                layer.call("text", {"n": n}, lambda: {"text": "ok"})
+            """
+        )
+        run(pytester).assert_outcomes(passed=2)
+        doc = report(pytester)
+        assert sorted(e["test"].split("::")[1] for e in doc["recorded"]) == [
+            "test_late[1]", "test_late[2]"]
+
+
 class TestStores:
     """One store per fixture directory, shared by its tests, never by another directory."""
 

@@ -231,6 +231,36 @@ class TestModes:
         assert path.read_text() == "{"
 
 
+class TestOver:
+    """`ModelFixtures.over`: the same layer over another store, as a new one would be."""
+
+    def test_keeps_the_settings_and_takes_the_new_store_redactor_and_label(
+        self, tmp_path: Path
+    ) -> None:
+        """Mode, key specs and advice carry over; the store, redactor and label are the
+        new ones, and calls reach the new store only."""
+        first, second = tmp_path / "a", tmp_path / "b"
+        layer = fixtures(first, "record", how_to_record="record it", label="one")
+        other_redactor = FakeRedactor()
+        moved = layer.over(FixtureDir(second), redactor=other_redactor, label="two")
+        assert (moved.mode, moved.how_to_record, moved.spec_for("text")) == (
+            layer.mode, layer.how_to_record, layer.spec_for("text"))
+        assert (moved.redactor, moved.label) == (other_redactor, "two")
+        assert moved.call("text", REQUEST, Live("answer")) == "answer"
+        assert not first.exists()
+        assert len(list(second.iterdir())) == 1
+        assert layer.label == "one"
+
+    def test_what_one_layer_recorded_is_its_own(self, tmp_path: Path) -> None:
+        """A call recorded through one layer is no repeat for a layer made from it: in
+        record mode that one calls live again."""
+        layer = fixtures(tmp_path, "record")
+        layer.call("text", REQUEST, Live("first"))
+        live = Live("second")
+        assert layer.over(FixtureDir(tmp_path)).call("text", REQUEST, live) == "second"
+        assert live.calls == 1
+
+
 class TestRepeatedCalls:
     """Identical calls: one answer per key."""
 

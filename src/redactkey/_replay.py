@@ -442,6 +442,37 @@ class ModelFixtures:
     def __repr__(self) -> str:
         return f"ModelFixtures({self.store!r}, mode={self.mode!r})"
 
+    def over(
+        self,
+        store: FixtureStore,
+        *,
+        redactor: StreamRedactor | None = None,
+        label: str | None = None,
+        how_to_rerecord: str | None = None,
+        on_drift: Callable[[DriftError], None] | None = None,
+    ) -> ModelFixtures:
+        """These settings (mode, configuration, key specs, verify rules, expiry, answer
+        normalizers) over another store, and optionally another redactor, label, advice on
+        re-recording and drift receiver: what a new `ModelFixtures` with the same arguments
+        would be, with nothing resolved again. The pytest plugin gives each test one."""
+        other = object.__new__(ModelFixtures)
+        other.__dict__.update(self.__dict__)
+        other.store = store
+        if redactor is not None:
+            other.redactor = redactor
+        if label is not None:
+            other.label = label
+        if how_to_rerecord is not None:
+            other.how_to_rerecord = how_to_rerecord
+        if on_drift is not None:
+            other.on_drift = on_drift
+        # What a layer learns of its own calls stays its own; caches of what its settings
+        # decide (kinds, key specs, validators) are shared.
+        other._recorded = set()
+        other._lock = threading.Lock()
+        other._keyed = threading.local()
+        return other
+
     # -- shared steps --------------------------------------------------------------
 
     def _how_to_record(self) -> str:

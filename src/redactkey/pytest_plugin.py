@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -475,7 +475,11 @@ class _NetworkGuard:
     def __init__(self, settings: RedactkeySettings, blocked: list[str]) -> None:
         self.settings = settings
         self.blocked = blocked
-        self._saved: dict[str, Any] = {}
+        self._saved: tuple[Any, Any] = (_INHERITED, _INHERITED)
+        # Built once per test and installed in each of its phases, unless what they wrap
+        # changed in between (another plugin's patch): then built again over that.
+        self._wrapped: tuple[Any, Any, Any] | None = None
+        self._patched: tuple[Callable[..., Any], Callable[..., Any]] | None = None
 
     def check(self, sock: socket.socket, address: Any) -> None:
         if sock.family not in (socket.AF_INET, socket.AF_INET6):
@@ -496,17 +500,11 @@ class _NetworkGuard:
         sock.close()
         raise NetworkRefusedError(self.settings.nodeid, shown, self.settings.mode)
 
-    def active(self) -> _NetworkGuard:
-        """The guard as a context manager: `socket` is patched inside, restored after."""
-        return self
-
-    def __enter__(self) -> None:
-        cls = socket.socket
-        # What to put back: the class's own attribute, or none (then the inherited one).
-        self._saved = {name: cls.__dict__.get(name, _INHERITED)
-                       for name in ("connect", "connect_ex")}
-        original_connect = cls.connect
-        original_connect_ex = cls.connect_ex
+    def _patch(
+        self,
+        original_connect: Callable[[socket.socket, Any], None],
+        original_connect_ex: Callable[[socket.socket, Any], int],
+    ) -> tuple[Callable[..., Any], Callable[..., Any]]:
         guard = self
 
         def connect(self: socket.socket, address: Any) -> None:
@@ -517,15 +515,30 @@ class _NetworkGuard:
             guard.check(self, address)
             return original_connect_ex(self, address)
 
+        return connect, connect_ex
+
+    def active(self) -> _NetworkGuard:
+        """The guard as a context manager: `socket` is patched inside, restored after."""
+        return self
+
+    def __enter__(self) -> None:
         # asyncio's selector loop (create_connection, sock_connect) ends in sock.connect,
         # and ssl.SSLSocket subclasses socket.socket, so these two cover every path
-        # that goes through the socket module.
-        for name, patched in (("connect", connect), ("connect_ex", connect_ex)):
-            setattr(cls, name, patched)
+        # that goes through the socket module. What to put back: the class's own
+        # attribute, or none (then the inherited one).
+        cls = socket.socket
+        own = cls.__dict__
+        self._saved = (own.get("connect", _INHERITED), own.get("connect_ex", _INHERITED))
+        wrapped = (cls, cls.connect, cls.connect_ex)
+        patched = self._patched
+        if patched is None or self._wrapped != wrapped:
+            patched = self._patched = self._patch(cls.connect, cls.connect_ex)
+            self._wrapped = wrapped
+        cls.connect, cls.connect_ex = patched  # type: ignore[method-assign]
 
     def __exit__(self, *exc: object) -> None:
         cls = socket.socket
-        for name, value in self._saved.items():
+        for name, value in zip(("connect", "connect_ex"), self._saved, strict=True):
             if value is _INHERITED:
                 delattr(cls, name)
             else:
@@ -533,6 +546,10 @@ class _NetworkGuard:
 
 
 _INHERITED = object()
+
+# The store of the session's layer templates, which no call ever reaches: each test's
+# layer is the template over the test's own store.
+_NO_STORE = cast("FixtureStore", None)
 
 
 # --------------------------------------------------------------------------- accounting
@@ -799,6 +816,10 @@ class _SessionState:
         self.min_length: int | None = None
         self.fixture_dirs: dict[tuple[str, Any], Path] = {}
         self.ages = FixtureAges()  # git is asked once per fixture tree for the whole session
+        self.layers: dict[str, ModelFixtures] = {}  # see `layer`
+        self.shared_options: dict[str, Any] | None = None
+        self.item: pytest.Item | None = None  # the test being set up, for the fixtures
+        self.fixtures = _Fixtures(self)
 
     @property
     def is_worker(self) -> bool:
@@ -977,6 +998,33 @@ class _SessionState:
             self.base_redactor = (run, template.over(run))
         return self.base_redactor[1].over(secrets)
 
+    def layer_options(self) -> dict[str, Any]:
+        """What every test's record/replay layers share: verify rules, expiry, the
+        fixture ages, the configuration and its answer normalizers."""
+        options = self.shared_options
+        if options is None:
+            max_age, on_expiry = self.expiry()
+            options = self.shared_options = {
+                "verify": self.verify_rules(),
+                "max_age": max_age,
+                "on_expiry": on_expiry,
+                "ages": self.ages,
+                "config": self.project(),
+                "answer_normalizers": self.answer_normalizers(),
+            }
+        return dict(options)
+
+    def layer(self, mode: Mode) -> ModelFixtures:
+        """The model-call layer of `mode`, built once per session: each test gets it over
+        its own store and redactor (`ModelFixtures.over`)."""
+        layer = self.layers.get(mode)
+        if layer is None:
+            layer = self.layers[mode] = ModelFixtures(
+                _NO_STORE, mode=mode, how_to_record=HOW_TO_RECORD_MODEL,
+                redactor=self.redactor_over(None), **self.layer_options(),
+            )
+        return layer
+
     def verify_rules(self) -> VerifyRules:
         return self._layer_settings()[0]
 
@@ -1024,6 +1072,7 @@ class _SessionState:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        self.item = item  # the fixtures set up now are this test's
         guard = item.stash[_GUARD_KEY] = self._guarded(item)
         if guard is None:
             return (yield)
@@ -1229,11 +1278,13 @@ def pytest_configure(config: pytest.Config) -> None:
     state = _SessionState(config, _ConfigSettings.from_config(config))
     config.stash[_STATE_KEY] = state
     config.pluginmanager.register(state, "redactkey-session")
+    config.pluginmanager.register(state.fixtures, "redactkey-fixtures")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_STATE_KEY, None)
     if state is not None:
+        config.pluginmanager.unregister(state.fixtures)
         config.pluginmanager.unregister(state)
         del config.stash[_STATE_KEY]
 
@@ -1245,54 +1296,57 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # test, from what the session built once. A piece comes from pytest's own fixture of
 # that name only when the project overrides it, so an override still counts while the
 # common case costs no fixture setups of its own.
-
-
-def _state(request: pytest.FixtureRequest) -> _SessionState:
-    return request.config.stash[_STATE_KEY]
+#
+# The fixtures are methods of an object registered with the session, and take no
+# `request`: pytest builds a fixture definition of its own for every `request` a fixture
+# asks for, which costs a test about as much as the rest of what the plugin does for it.
+# The test being set up is the one the session's setup hook saw last.
 
 
 class _TestPieces:
     """What redactkey built for one test, each piece once and on first use."""
 
-    __slots__ = ("built", "state", "store", "used")
+    __slots__ = ("built", "item", "nodeid", "state", "store", "used")
 
-    def __init__(self, state: _SessionState) -> None:
+    def __init__(self, state: _SessionState, item: pytest.Item) -> None:
         self.state = state
+        self.item = item
+        self.nodeid = item.nodeid
         self.built: dict[str, Any] = {}
         self.used: dict[str, Any] = {}  # what `use` returned, so it asks once per name
         self.store: TrackedStore | None = None
 
-    def own(self, request: pytest.FixtureRequest, name: str) -> Any:
+    def own(self, name: str) -> Any:
         """The plugin's own fixture `name` for this test (built at most once)."""
         built = self.built
         if name in built:
             return built[name]
-        value = built[name] = _BUILDERS[name](self, request)
+        value = built[name] = _BUILDERS[name](self)
         return value
 
-    def use(self, request: pytest.FixtureRequest, name: str) -> Any:
+    def use(self, name: str) -> Any:
         """Fixture `name` as this test sees it: the project's override when there is one."""
         used = self.used
         if name in used:
             return used[name]
-        if self.state.provides(request.node, name):
-            value = self.own(request, name)
+        if self.state.provides(self.item, name):
+            value = self.own(name)
         else:
-            value = request.getfixturevalue(name)
+            value = _fixture_request(self.item).getfixturevalue(name)
         used[name] = value
         return value
 
 
-def _pieces(request: pytest.FixtureRequest) -> _TestPieces:
-    item: pytest.Item = request.node
-    pieces = item.stash.get(_PIECES_KEY, None)
-    if pieces is None:
-        pieces = item.stash[_PIECES_KEY] = _TestPieces(_state(request))
-    return pieces
-
-
-def _project_config(request: pytest.FixtureRequest) -> Config:
-    return _state(request).project()
+def _fixture_request(item: pytest.Item) -> pytest.FixtureRequest:
+    """The fixture request of a test item (pytest keeps it on every item that takes
+    fixtures, functions and doctests alike)."""
+    request = getattr(item, "_request", None)
+    if request is None:
+        raise pytest.UsageError(
+            f"{item.nodeid}: this kind of test item takes no fixtures, so it cannot use "
+            "an override of a redactkey fixture; use the plugin's own fixture"
+        )
+    return request  # type: ignore[no-any-return]
 
 
 def _ini_hosts(config: pytest.Config) -> dict[str, str]:
@@ -1336,35 +1390,35 @@ def _environment() -> dict[Any, Any]:
 _PER_TEST_VARIABLES = ("PYTEST_CURRENT_TEST", b"PYTEST_CURRENT_TEST")
 
 
-def _build_settings(pieces: _TestPieces, request: pytest.FixtureRequest) -> RedactkeySettings:
-    return _settings_for(request.node)
+def _build_settings(pieces: _TestPieces) -> RedactkeySettings:
+    return _settings_for(pieces.item)
 
 
-def _build_store(pieces: _TestPieces, request: pytest.FixtureRequest) -> TrackedStore:
-    settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
+def _build_store(pieces: _TestPieces) -> TrackedStore:
+    settings: RedactkeySettings = pieces.use("redactkey_settings")
     state = pieces.state
     inner = state.store(settings.fixture_dir)
-    store = TrackedStore(inner, request.node.nodeid, shown=state.shown_location(inner.location))
+    store = TrackedStore(inner, pieces.nodeid, shown=state.shown_location(inner.location))
     if pieces.store is None:
         pieces.store = store  # its calls join the run report when the test ends
     return store
 
 
-def _build_slots(pieces: _TestPieces, request: pytest.FixtureRequest) -> list[object]:
+def _build_slots(pieces: _TestPieces) -> list[object]:
     return []
 
 
-def _build_nothing(pieces: _TestPieces, request: pytest.FixtureRequest) -> None:
+def _build_nothing(pieces: _TestPieces) -> None:
     return None
 
 
-def _build_secrets(pieces: _TestPieces, request: pytest.FixtureRequest) -> RunSecrets:
+def _build_secrets(pieces: _TestPieces) -> RunSecrets:
     from ._secrets import RunSecrets
 
     state = pieces.state
     config = state.project()
-    settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
-    slots: list[object] = pieces.use(request, "redactkey_secret_slots")
+    settings: RedactkeySettings = pieces.use("redactkey_settings")
+    slots: list[object] = pieces.use("redactkey_secret_slots")
     # One rule everywhere: a stand-in value (OPENAI_API_KEY=dummy) is skipped while this
     # test records nothing and refused, naming the slot, when it may record.
     records = bool({settings.mode, settings.model_mode} & {"record", "auto"})
@@ -1379,39 +1433,37 @@ def _build_secrets(pieces: _TestPieces, request: pytest.FixtureRequest) -> RunSe
     return state.run_secrets(records, min_length).copy()
 
 
-def _build_redactor(pieces: _TestPieces, request: pytest.FixtureRequest) -> Redactor:
-    secrets = pieces.use(request, "run_secrets")
+def _build_redactor(pieces: _TestPieces) -> Redactor:
+    secrets = pieces.use("run_secrets")
     return pieces.state.redactor_over(secrets)
 
 
-def _build_model_fixtures(pieces: _TestPieces, request: pytest.FixtureRequest) -> ModelFixtures:
-    settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
-    return ModelFixtures(
-        pieces.use(request, "fixture_store"),
-        mode=settings.model_mode,
-        redactor=pieces.use(request, "redactor"),
-        label=request.node.nodeid,
-        how_to_record=HOW_TO_RECORD_MODEL,
-        **_layer_options(request),
+def _build_model_fixtures(pieces: _TestPieces) -> ModelFixtures:
+    settings: RedactkeySettings = pieces.use("redactkey_settings")
+    return pieces.state.layer(settings.model_mode).over(
+        pieces.use("fixture_store"),
+        redactor=pieces.use("redactor"),
+        label=pieces.nodeid,
+        **_test_options(pieces),
     )
 
 
-def _build_tool_fixtures(pieces: _TestPieces, request: pytest.FixtureRequest) -> ToolFixtures:
+def _build_tool_fixtures(pieces: _TestPieces) -> ToolFixtures:
     from ._replay import ToolFixtures
 
-    settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
-    options = _layer_options(request)
+    settings: RedactkeySettings = pieces.use("redactkey_settings")
+    options = _layer_options(pieces)
     options.pop("how_to_rerecord", None)
     return ToolFixtures(
-        pieces.use(request, "fixture_store"),
+        pieces.use("fixture_store"),
         mode=settings.mode,
-        redactor=pieces.use(request, "redactor"),
-        label=request.node.nodeid,
+        redactor=pieces.use("redactor"),
+        label=pieces.nodeid,
         **options,
     )
 
 
-_BUILDERS: dict[str, Callable[[_TestPieces, pytest.FixtureRequest], Any]] = {
+_BUILDERS: dict[str, Callable[[_TestPieces], Any]] = {
     "fixture_store": _build_store,
     "model_fixtures": _build_model_fixtures,
     "redactkey_inner_transport": _build_nothing,
@@ -1423,115 +1475,120 @@ _BUILDERS: dict[str, Callable[[_TestPieces, pytest.FixtureRequest], Any]] = {
 }
 
 
-@pytest.fixture
-def redactkey_settings(request: pytest.FixtureRequest) -> RedactkeySettings:
-    """This test's modes and fixture directory (after marker, option, environment and ini)."""
-    return _settings_for(request.node)
-
-
-@pytest.fixture
-def fixture_store(request: pytest.FixtureRequest) -> TrackedStore:
-    """This test's fixture directory as a store (per test module unless configured), or
-    with `--redactkey-store=cassette` the cassette `<fixture dir>.json`."""
-    return _pieces(request).own(request, "fixture_store")  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-def redactkey_secret_slots() -> list[object]:
-    """Extra secret slots for `run_secrets`; override it to declare what your tools read.
-
-    Return slot names (read from the environment), mappings of slot to source, pydantic
-    settings models or objects with `secret_slots`, as `collect_run_secrets` takes them.
-    """
-    return []
-
-
-@pytest.fixture
-def run_secrets(request: pytest.FixtureRequest) -> RunSecrets:
-    """The run's secrets: secret-looking environment variables, `[tool.redactkey]
-    secret-env`, and the slots `redactkey_secret_slots` declares. Each test gets its
-    own (a copy of the run's, built once while the environment stays the same)."""
-    return _pieces(request).own(request, "run_secrets")  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-def redactor(request: pytest.FixtureRequest) -> Redactor:
-    """A `Redactor` over `run_secrets`, with `[tool.redactkey]` placeholder, credential
-    field names and extra detectors."""
-    return _pieces(request).own(request, "redactor")  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-def model_fixtures(request: pytest.FixtureRequest) -> ModelFixtures:
-    """`ModelFixtures` over this test's store, in the test's model mode."""
-    return _pieces(request).own(request, "model_fixtures")  # type: ignore[no-any-return]
-
-
-def _layer_options(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """What verify and expiry need: the configured rules, where drifts go, the session's
-    fixture ages, and how to re-record this test."""
-    state = _state(request)
-    nodeid = request.node.nodeid
-    max_age, on_expiry = state.expiry()
+def _test_options(pieces: _TestPieces) -> dict[str, Any]:
+    """What verify and expiry say of this test: how to re-record it, where drifts go."""
+    state = pieces.state
+    nodeid = pieces.nodeid
     options: dict[str, Any] = {
-        "verify": state.verify_rules(),
         "how_to_rerecord": f"pytest --redactkey-mode=record {shlex.quote(nodeid)}",
-        "max_age": max_age,
-        "on_expiry": on_expiry,
-        "ages": state.ages,
-        "config": state.project(),
-        "answer_normalizers": state.answer_normalizers(),
     }
     if state.conf.verify == "report":
         options["on_drift"] = lambda error: state.add_drift(nodeid, error)
     return options
 
 
-@pytest.fixture
-def tool_fixtures(request: pytest.FixtureRequest) -> ToolFixtures:
-    """`ToolFixtures` over this test's store, in the test's tool mode:
-    ``tool_fixtures.call("search", {"q": "cats"}, live)`` or ``@tool_fixtures.tool``."""
-    return _pieces(request).own(request, "tool_fixtures")  # type: ignore[no-any-return]
+def _layer_options(pieces: _TestPieces) -> dict[str, Any]:
+    """What verify and expiry need: the configured rules, where drifts go, the session's
+    fixture ages, and how to re-record this test."""
+    return {**pieces.state.layer_options(), **_test_options(pieces)}
 
 
-@pytest.fixture
-def redactkey_inner_transport() -> Any:
-    """The transport `redactkey_transport` sends live calls through (None: the client
-    library's own). Override it to reach a proxy or a local fake provider."""
-    return None
+class _Fixtures:
+    """The plugin's fixtures, over the session's state (see the note above)."""
 
+    def __init__(self, state: _SessionState) -> None:
+        self.state = state
 
-def _transport(request: pytest.FixtureRequest, tool: bool) -> Iterator[FixtureTransport]:
-    from ._transport import FixtureTransport
+    def _pieces(self) -> _TestPieces:
+        item = self.state.item
+        if item is None:
+            raise pytest.UsageError(
+                "redactkey's fixtures are set up for a test; no test is being set up"
+            )
+        pieces = item.stash.get(_PIECES_KEY, None)
+        if pieces is None:
+            pieces = item.stash[_PIECES_KEY] = _TestPieces(self.state, item)
+        return pieces
 
-    pieces = _pieces(request)
-    settings: RedactkeySettings = pieces.use(request, "redactkey_settings")
-    options = _layer_options(request)
-    transport = FixtureTransport(
-        pieces.use(request, "fixture_store"),
-        mode=settings.mode if tool else settings.model_mode,
-        redactor=pieces.use(request, "redactor"),
-        inner=pieces.use(request, "redactkey_inner_transport"),
-        how_to_record=HOW_TO_RECORD_MODEL,
-        **options,
-    )
-    try:
-        yield transport
-    finally:
-        transport.close()
+    @pytest.fixture
+    def redactkey_settings(self) -> RedactkeySettings:
+        """This test's modes and fixture directory (after marker, option, environment and
+        ini)."""
+        return self._pieces().own("redactkey_settings")  # type: ignore[no-any-return]
 
+    @pytest.fixture
+    def fixture_store(self) -> TrackedStore:
+        """This test's fixture directory as a store (per test module unless configured), or
+        with `--redactkey-store=cassette` the cassette `<fixture dir>.json`."""
+        return self._pieces().own("fixture_store")  # type: ignore[no-any-return]
 
-@pytest.fixture
-def redactkey_transport(request: pytest.FixtureRequest) -> Iterator[FixtureTransport]:
-    """A `FixtureTransport` for model SDK clients (openai, anthropic), in the model mode.
+    @pytest.fixture
+    def redactkey_secret_slots(self) -> list[object]:
+        """Extra secret slots for `run_secrets`; override it to declare what your tools read.
 
-    One object serves httpx and httpx2, sync and async:
-    ``openai.OpenAI(http_client=httpx2.Client(transport=redactkey_transport))``.
-    """
-    yield from _transport(request, tool=False)
+        Return slot names (read from the environment), mappings of slot to source, pydantic
+        settings models or objects with `secret_slots`, as `collect_run_secrets` takes them.
+        """
+        return []
 
+    @pytest.fixture
+    def run_secrets(self) -> RunSecrets:
+        """The run's secrets: secret-looking environment variables, `[tool.redactkey]
+        secret-env`, and the slots `redactkey_secret_slots` declares. Each test gets its
+        own (a copy of the run's, built once while the environment stays the same)."""
+        return self._pieces().own("run_secrets")  # type: ignore[no-any-return]
 
-@pytest.fixture
-def redactkey_tool_transport(request: pytest.FixtureRequest) -> Iterator[FixtureTransport]:
-    """A `FixtureTransport` for the HTTP APIs your tools call, in the tool mode."""
-    yield from _transport(request, tool=True)
+    @pytest.fixture
+    def redactor(self) -> Redactor:
+        """A `Redactor` over `run_secrets`, with `[tool.redactkey]` placeholder, credential
+        field names and extra detectors."""
+        return self._pieces().own("redactor")  # type: ignore[no-any-return]
+
+    @pytest.fixture
+    def model_fixtures(self) -> ModelFixtures:
+        """`ModelFixtures` over this test's store, in the test's model mode."""
+        return self._pieces().own("model_fixtures")  # type: ignore[no-any-return]
+
+    @pytest.fixture
+    def tool_fixtures(self) -> ToolFixtures:
+        """`ToolFixtures` over this test's store, in the test's tool mode:
+        ``tool_fixtures.call("search", {"q": "cats"}, live)`` or ``@tool_fixtures.tool``."""
+        return self._pieces().own("tool_fixtures")  # type: ignore[no-any-return]
+
+    @pytest.fixture
+    def redactkey_inner_transport(self) -> Any:
+        """The transport `redactkey_transport` sends live calls through (None: the client
+        library's own). Override it to reach a proxy or a local fake provider."""
+        return None
+
+    def _transport(self, tool: bool) -> Iterator[FixtureTransport]:
+        from ._transport import FixtureTransport
+
+        pieces = self._pieces()
+        settings: RedactkeySettings = pieces.use("redactkey_settings")
+        transport = FixtureTransport(
+            pieces.use("fixture_store"),
+            mode=settings.mode if tool else settings.model_mode,
+            redactor=pieces.use("redactor"),
+            inner=pieces.use("redactkey_inner_transport"),
+            how_to_record=HOW_TO_RECORD_MODEL,
+            **_layer_options(pieces),
+        )
+        try:
+            yield transport
+        finally:
+            transport.close()
+
+    @pytest.fixture
+    def redactkey_transport(self) -> Iterator[FixtureTransport]:
+        """A `FixtureTransport` for model SDK clients (openai, anthropic), in the model mode.
+
+        One object serves httpx and httpx2, sync and async:
+        ``openai.OpenAI(http_client=httpx2.Client(transport=redactkey_transport))``.
+        """
+        yield from self._transport(tool=False)
+
+    @pytest.fixture
+    def redactkey_tool_transport(self) -> Iterator[FixtureTransport]:
+        """A `FixtureTransport` for the HTTP APIs your tools call, in the tool mode."""
+        yield from self._transport(tool=True)
