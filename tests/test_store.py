@@ -199,6 +199,19 @@ class TestFixtureDir:
         monkeypatch.setattr(os, "fstat", stale)
         assert store.get("text", _key(1)) == big
 
+    @pytest.mark.parametrize("size", [65_400, 65_535, 65_536, 65_537, 131_072, 140_000])
+    def test_files_around_the_first_read_are_read_whole(
+        self, tmp_path: Path, size: int
+    ) -> None:
+        """A file is read to its end whether it fits the first read, fills it exactly or
+        runs past it."""
+        store = FixtureDir(tmp_path)
+        bare = len(_fixture(1, answer={"text": ""}).dumps())
+        fixture = _fixture(1, answer={"text": "x" * (size - bare)})
+        assert len(fixture.dumps()) == size
+        store.put(fixture)
+        assert store.get("text", _key(1)) == fixture
+
     def test_missing_directory_is_empty(self, tmp_path: Path) -> None:
         """A directory that does not exist yet holds no calls and is created on write."""
         store = FixtureDir(tmp_path / "a" / "b")

@@ -288,13 +288,16 @@ def _validation_error(path: str, exc: ValidationError, prefix: str = "") -> Fixt
 _TRUSTED_OUTCOMES: Final = ("answer", "chunks")
 
 
-def _parsed_fixture(data: bytes) -> Fixture | None:
+def _parsed_fixture(
+    data: bytes, kind: str | None = None, key: str | None = None
+) -> Fixture | None:
     """The fixture in `data` by the cheap path, or None to take the validating one.
 
     orjson's output is JSON data by construction (it refuses NaN, lone surrogates and
     invalid UTF-8, and the digit guard keeps away integers it would read as floats),
     so what the model adds is the top level: the version, a valid key and kind,
-    exactly one outcome, no other member. Those are checked here; an error outcome, or
+    exactly one outcome, no other member. Those are checked here (a key and kind equal
+    to the valid ones the caller expects need no second check); an error outcome, or
     anything unusual, goes through pydantic, which names the problem.
     """
     if long_digit_run(data):
@@ -305,15 +308,17 @@ def _parsed_fixture(data: bytes) -> Fixture | None:
         return None
     if type(doc) is not dict or len(doc) != 5:
         return None
-    version, key, kind = doc.get("version"), doc.get("key"), doc.get("kind")
+    version, found_key, found_kind = doc.get("version"), doc.get("key"), doc.get("kind")
     if (
         type(version) is not int
         or version != FORMAT_VERSION
-        or type(key) is not str
-        or not is_valid_key(key)
-        or type(kind) is not str
-        or len(kind) > NAME_MAX_LENGTH + len(TOOL_PREFIX)
-        or _KIND_RE.fullmatch(kind) is None
+        or type(found_key) is not str
+        or (found_key != key and not is_valid_key(found_key))
+        or type(found_kind) is not str
+        or (found_kind != kind and (
+            len(found_kind) > NAME_MAX_LENGTH + len(TOOL_PREFIX)
+            or _KIND_RE.fullmatch(found_kind) is None
+        ))
         or "request" not in doc
     ):
         return None
@@ -376,9 +381,15 @@ def _pick_constructor() -> Callable[[dict[str, Any]], Fixture]:
 _constructed: Final = _pick_constructor()
 
 
-def parse_fixture(path: str, data: bytes) -> Fixture:
-    """Parse and validate a fixture file's bytes; errors name `path` and the JSON pointer."""
-    fixture = _parsed_fixture(data)
+def parse_fixture(
+    path: str, data: bytes, *, kind: str | None = None, key: str | None = None
+) -> Fixture:
+    """Parse and validate a fixture file's bytes; errors name `path` and the JSON pointer.
+
+    `kind` and `key`, when given, are the valid kind and key the file's name says it
+    holds (a store checked them): a file holding those needs no second check of them.
+    """
+    fixture = _parsed_fixture(data, kind, key)
     if fixture is not None:
         return fixture
     doc = _load_json(path, data)

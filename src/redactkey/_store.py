@@ -52,6 +52,7 @@ __all__ = [
 MODEL_PREFIX = "@model."
 _KEY = KEY_PATTERN.strip("^$")
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"
+_HEX = "0123456789abcdef"
 _MODEL_FILE = re.compile(rf"@model\.(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")
 _TOOL_FILE = re.compile(rf"(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")
 
@@ -137,9 +138,14 @@ def kind_for_file_name(name: str) -> tuple[str, str] | None:
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
+_FIRST_READ = 1 << 16
+
+
 def _read_bytes(path: str | Path) -> bytes | None:
-    # The file at once by its size, without a buffered file object: a replayed call reads
-    # one small file, and the file object's setup costs more than the read.
+    # The file at once, without a buffered file object: a replayed call reads one small
+    # file, and the file object's setup costs more than the read. A read of a regular file
+    # comes back short only at its end, so a file under 64 KiB takes one read and no
+    # fstat; a larger one is read on by its size.
     try:
         fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
@@ -147,12 +153,12 @@ def _read_bytes(path: str | Path) -> bytes | None:
     except OSError as exc:
         raise FixtureFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from None
     try:
-        size = os.fstat(fd).st_size
-        data = os.read(fd, size + 1)
-        if len(data) <= size:
+        data = os.read(fd, _FIRST_READ)
+        if len(data) < _FIRST_READ:
             return data
-        parts = [data]  # it grew since fstat: read on to the end
-        while chunk := os.read(fd, 1 << 16):
+        size = os.fstat(fd).st_size
+        parts = [data, os.read(fd, max(size - len(data), 0) + 1)]
+        while chunk := os.read(fd, 1 << 16):  # it grew since fstat: read on to the end
             parts.append(chunk)
         return b"".join(parts)
     except OSError as exc:
@@ -205,6 +211,7 @@ class FixtureDir:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._location = str(self.path)
+        self._prefix = os.path.join(self._location, "")  # a file's path is this + its name
         self._stems: dict[str, str] = {}  # kind -> checked file-name prefix
 
     def __repr__(self) -> str:
@@ -222,7 +229,8 @@ class FixtureDir:
             stem = _file_stem(kind)
             if len(self._stems) < 1024:  # a store sees a handful of kinds
                 self._stems[kind] = stem
-        _check_key(key)
+        if type(key) is not str or len(key) != 64 or key.strip(_HEX):
+            _check_key(key)  # what a SHA-256 hex digest never is: the check names it
         return f"{stem}.{key}.json"
 
     def path_for(self, kind: str, key: str) -> Path:
@@ -233,11 +241,11 @@ class FixtureDir:
         """The recorded call, None when no file exists; a bad file raises FixtureFormatError."""
         # A plain string, not a Path: building a Path per lookup interns its name in the
         # interpreter's string table, which then grows and is rehashed as replays go on.
-        path = os.path.join(self._location, self.file_name(kind, key))
+        path = self._prefix + self.file_name(kind, key)
         data = _read_bytes(path)
         if data is None:
             return None
-        fixture = parse_fixture(path, data)
+        fixture = parse_fixture(path, data, kind=kind, key=key)
         if fixture.kind != kind or fixture.key != key:
             raise FixtureFormatError(
                 path,
