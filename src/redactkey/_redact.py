@@ -542,8 +542,7 @@ class Redactor:
         known = self._current()
         other = object.__new__(Redactor)
         other.__dict__.update(self.__dict__)
-        other._secrets = secrets
-        other._lock = threading.Lock()
+        other._secrets = secrets  # the lock is shared too: none holds it while calling another
         # Shared while `secrets` holds the same values (a copy nobody has added to yet);
         # otherwise built at the first string it scans, on top of this one.
         other._known = known

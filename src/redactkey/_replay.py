@@ -423,7 +423,9 @@ class ModelFixtures:
         self.how_to_record = how_to_record or self._how_to_record()
         self._recorded: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
-        self._keyed = threading.local()  # see key_of and recorded
+        # See key_of and recorded: a thread-local made on their first use (making one
+        # costs a replayed call as much as keying a small request).
+        self._keyed: threading.local | None = None
         self._kinds: set[str] = set()  # kinds the store has accepted
         self._specs: dict[str, KeySpec] = {}
         self._validators: dict[str, Any] = {}
@@ -467,10 +469,10 @@ class ModelFixtures:
         if on_drift is not None:
             other.on_drift = on_drift
         # What a layer learns of its own calls stays its own; caches of what its settings
-        # decide (kinds, key specs, validators) are shared.
+        # decide (kinds, key specs, validators) are shared, and so is the lock, which no
+        # layer holds while calling another.
         other._recorded = set()
-        other._lock = threading.Lock()
-        other._keyed = threading.local()
+        other._keyed = None
         return other
 
     # -- shared steps --------------------------------------------------------------
@@ -494,11 +496,13 @@ class ModelFixtures:
         return spec
 
     def _key(self, kind: str, request: Any, spec: KeySpec | None) -> _Call:
-        last = getattr(self._keyed, "last", None)
-        if last is not None:
-            self._keyed.last = None  # one use only, whatever comes next
-            if last[0] == kind and last[1] is request and last[2] is spec:
-                return last[3]  # type: ignore[no-any-return]
+        keyed = self._keyed
+        if keyed is not None:
+            last = getattr(keyed, "last", None)
+            if last is not None:
+                keyed.last = None  # one use only, whatever comes next
+                if last[0] == kind and last[1] is request and last[2] is spec:
+                    return last[3]  # type: ignore[no-any-return]
         if not isinstance(kind, str) or kind not in self._kinds:
             check_kind(kind)  # refuse a bad kind before anything else
             if len(self._kinds) < 256:
@@ -531,8 +535,18 @@ class ModelFixtures:
         same request object, unchanged, reuses the work instead of keying it again.
         """
         call = self._key(kind, request, spec)
-        self._keyed.last = (kind, request, spec, call)
+        self._remember(kind, request, spec, call)
         return call.key
+
+    def _remember(self, kind: str, request: Any, spec: KeySpec | None, call: _Call) -> None:
+        """Keep this thread's last keyed call for the next `call` / `stream` of it."""
+        keyed = self._keyed
+        if keyed is None:
+            with self._lock:
+                keyed = self._keyed
+                if keyed is None:
+                    keyed = self._keyed = threading.local()
+        keyed.last = (kind, request, spec, call)
 
     def recorded(self, kind: str, request: Any, *, spec: KeySpec | None = None) -> Fixture | None:
         """The fixture stored for `request` (keyed as `key_of` keys it), or None.
@@ -543,7 +557,7 @@ class ModelFixtures:
         """
         call = self._key(kind, request, spec)
         call.fixture = self.store.get(call.kind, call.key)
-        self._keyed.last = (kind, request, spec, call)
+        self._remember(kind, request, spec, call)
         return call.fixture
 
     def _warn_volatile(self, call: _Call) -> None:

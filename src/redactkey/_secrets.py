@@ -273,8 +273,9 @@ class RunSecrets:
         other = object.__new__(RunSecrets)
         with self._lock:
             self._owned = False
+            # The lock too: a copy and its original never hold it while calling each
+            # other, and a new lock per copy costs a test more than sharing this one.
             other.__dict__.update(self.__dict__)
-        other._lock = threading.Lock()
         return other
 
     def _own(self) -> None:
