@@ -5,6 +5,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT
 from redactkey import Fixture, FixtureFormatError
@@ -224,3 +226,52 @@ class TestTrustedRead:
         assert read == built
         assert read.outcome == next(iter(outcome))
         assert read.dumps() == built.dumps()
+
+
+_LEAVES = (
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+)
+_FLOATLESS = st.recursive(
+    _LEAVES,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(alphabet=st.characters(codec="utf-8"), max_size=6), inner,
+                      max_size=4),
+    max_leaves=24,
+)
+
+
+def _by_json(doc: Any) -> bytes:
+    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+class TestDumpDocument:
+    """File bytes are the standard library's canonical bytes, whoever writes them."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(_FLOATLESS)
+    def test_floatless_documents_are_written_as_json_writes_them(self, doc: Any) -> None:
+        """orjson writes what `json.dumps(indent=2, sort_keys=True)` writes."""
+        assert dump_document(doc) == _by_json(doc)
+
+    @pytest.mark.parametrize("doc", [
+        {"t": 0.1, "u": 1e-07, "v": 1e16}, [2.5], {"deep": [[{"x": 3.0}]]},
+        {"big": 2**80}, {1: "int key"}, ("a", "tuple"),
+    ])
+    def test_anything_else_is_written_by_the_standard_library(self, doc: Any) -> None:
+        """Floats (whose digits orjson writes otherwise), integers beyond 64 bits, non-str
+        keys and tuples come out as the standard library writes them."""
+        assert dump_document(doc) == _by_json(doc)
+
+    def test_a_lone_surrogate_is_refused_as_before(self) -> None:
+        """Text UTF-8 cannot hold fails as it does through the standard library."""
+        with pytest.raises(UnicodeEncodeError):
+            dump_document({"s": "lone \ud800"})
+
+    def test_depth_past_orjson_s_limit_is_written(self) -> None:
+        """orjson refuses 255 levels; such a document is still written, by json."""
+        doc: Any = []
+        for _ in range(300):
+            doc = [doc]
+        assert dump_document(doc) == _by_json(doc)

@@ -225,10 +225,47 @@ class Cassette(BaseModel):
         return dump_document(self.document())
 
 
+_INDENTED: Final = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+_FLOATLESS_LEAVES: Final = frozenset({str, int, bool, type(None)})
+
+
 def dump_document(doc: Any) -> bytes:
-    """Canonical file bytes: sorted keys, 2-space indent, UTF-8, trailing newline."""
+    """Canonical file bytes: sorted keys, 2-space indent, UTF-8, trailing newline.
+
+    These are `json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False)`'s bytes.
+    orjson writes exactly those for exact dicts (string keys), lists, strings, integers
+    up to 64 bits, booleans and None, so such a document (a run report, most fixtures)
+    is written by orjson; a float (whose digits the two write differently) or anything
+    else takes the standard library.
+    """
+    if _floatless(doc):
+        try:
+            return orjson.dumps(doc, option=_INDENTED) + b"\n"
+        except orjson.JSONEncodeError:
+            pass  # an integer beyond 64 bits, a lone surrogate: as the standard library does
     text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     return (text + "\n").encode("utf-8")
+
+
+def _floatless(doc: Any) -> bool:
+    """Whether `doc` is made of exact dicts with string keys, lists, strings, integers,
+    booleans and None only (walked without recursion: any depth is fine)."""
+    leaves = _FLOATLESS_LEAVES
+    todo = [doc]
+    while todo:
+        value = todo.pop()
+        kind = type(value)
+        if kind is dict:
+            for key, item in value.items():
+                if type(key) is not str:
+                    return False
+                if type(item) not in leaves:
+                    todo.append(item)
+        elif kind is list:
+            todo.extend(item for item in value if type(item) not in leaves)
+        elif kind not in leaves:
+            return False
+    return True
 
 
 def _load_json(path: str, data: bytes) -> Any:
