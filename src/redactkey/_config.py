@@ -45,7 +45,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import sys
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -328,34 +327,49 @@ def load_config_file(path: Path) -> Config:
     source = str(path)
     data = _parse_toml(path, source)
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("redactkey", {}) if isinstance(data, dict) else {}
-        return _validate(table, source, "tool.redactkey.")
+        return _from_pyproject(data, source)
     return _validate(data, source, "")
+
+
+def _from_pyproject(data: dict[str, Any], source: str) -> Config:
+    table = data.get("tool", {}).get("redactkey", {}) if isinstance(data, dict) else {}
+    return _validate(table, source, "tool.redactkey.")
 
 
 def find_config_file(start: Path) -> Path | None:
     """The configuration file governing `start`: nearest `.redactkey.toml` or pyproject table."""
+    found = _governing(start)
+    return found[0] if found is not None else None
+
+
+def _governing(start: Path) -> tuple[Path, dict[str, Any] | None] | None:
+    """The configuration file governing `start` and, for a pyproject.toml, its parsed
+    table (read once: looking for the table already parsed it)."""
     here = start.resolve()
     if here.is_file():
         here = here.parent
     for directory in (here, *here.parents):
         private = directory / _PRIVATE_FILE
         if private.is_file():
-            return private
+            return private, None
         pyproject = directory / "pyproject.toml"
-        if pyproject.is_file() and _has_table(pyproject):
-            return pyproject
+        if pyproject.is_file():
+            table = _with_table(pyproject)
+            if table is not False:
+                return pyproject, table or None
     return None
 
 
-def _has_table(pyproject: Path) -> bool:
+def _with_table(pyproject: Path) -> dict[str, Any] | Literal[False] | None:
+    """The parsed pyproject when it holds `[tool.redactkey]`, False when it does not, None
+    when it cannot be parsed but names the table (the error is then ours to report)."""
     try:
         data = _parse_toml(pyproject, str(pyproject))
     except ConfigError:
         # a broken pyproject without our table is not ours to report; with it, it is
-        return b"[tool.redactkey" in _read_bytes(pyproject)
+        return None if b"[tool.redactkey" in _read_bytes(pyproject) else False
     tool = data.get("tool")
-    return isinstance(tool, dict) and "redactkey" in tool
+    return data if isinstance(tool, dict) and "redactkey" in tool else False
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -380,15 +394,12 @@ def _parse_toml(path: Path, source: str) -> dict[str, Any]:
         raise ConfigError(
             source, f"not UTF-8 (invalid byte at offset {exc.start}); save it as UTF-8"
         ) from None
-    # imported here: a run without a configuration file never needs a TOML parser
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    import tomli  # here: a run without a configuration file never needs a TOML parser
+
     try:
-        table: dict[str, Any] = tomllib.loads(text)
+        table: dict[str, Any] = tomli.loads(text)
         return table
-    except tomllib.TOMLDecodeError as exc:
+    except tomli.TOMLDecodeError as exc:
         raise ConfigError(source, f"not valid TOML: {exc}") from None
     except RecursionError:
         raise ConfigError(source, "not usable TOML: nested too deeply") from None
@@ -398,5 +409,8 @@ def load_config(start: Path | None = None, *, explicit: Path | None = None) -> C
     """The configuration for a run: `explicit` if given, else the nearest file, else defaults."""
     if explicit is not None:
         return load_config_file(explicit)
-    found = find_config_file(start if start is not None else Path.cwd())
-    return load_config_file(found) if found is not None else Config()
+    found = _governing(start if start is not None else Path.cwd())
+    if found is None:
+        return Config()
+    path, data = found
+    return load_config_file(path) if data is None else _from_pyproject(data, str(path))

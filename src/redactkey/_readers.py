@@ -32,13 +32,13 @@ import binascii
 import json
 import re
 import struct
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import ahocorasick_rs
+import tomli
 
 from ._canonical import JSONValue, pointer_join
 from ._cassettes import (
@@ -59,11 +59,6 @@ from ._errors import FixtureFormatError
 from ._eventstream import FrameDecoder, FrameError, encode_frame
 from ._limits import MAX_NESTING
 from ._redact import nesting_exceeds
-
-if sys.version_info >= (3, 11):  # pragma: no cover - version dependent
-    import tomllib
-else:  # pragma: no cover - version dependent
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
     "RECORDING_FORMATS",
@@ -401,8 +396,8 @@ def _read_single(raw: dict[str, Any]) -> tuple[Any, list[Interaction]]:
 
 def _load_toml(path: Path, text: str) -> Any:
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        raw = tomli.loads(text)
+    except tomli.TOMLDecodeError as exc:
         raise FixtureFormatError(str(path), f"not valid TOML: {exc}") from None
     if nesting_exceeds(raw):
         raise FixtureFormatError(str(path), f"nested deeper than {MAX_NESTING} levels")
