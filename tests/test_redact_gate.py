@@ -227,3 +227,32 @@ def test_corpora_exercise_the_gate() -> None:
         1 for d in documents for c in _containers(d) if redactor.redact_lean(c) is c
     )
     assert kept > 100
+
+
+class TestConditionalKeywords:
+    """A keyword whose rules all need another literal (`Rule.also`) sends a text to be
+    read alone only when that literal is there too."""
+
+    def test_a_url_without_userinfo_is_not_read_alone(self) -> None:
+        """Every URL holds `://`; only one with an `@` can hold a password."""
+        redactor = Redactor(RunSecrets({}))
+        url = "https://api.example.test:8443/v1/chat/completions"
+        assert redactor._suspect_texts([url, "ordinary words here"]) == []
+        userinfo = "https://app:" + "pw-" + "s3cr3tW0rd" * 2 + "@db.example.test/x"
+        assert redactor._suspect_texts([url, userinfo]) == [userinfo]
+        assert redactor.redact_lean({"u": userinfo}) == {
+            "u": "https://app:[REDACTED]@db.example.test/x"}
+
+    def test_a_keyword_that_is_also_a_secret_s_spelling_counts_everywhere(self) -> None:
+        """A literal of the search that is both a conditional keyword and another of its
+        literals (a secret spelled the same, say) counts in every text."""
+        from redactkey._detectors import DeferredPattern, Detectors, Literals, Rule
+        from redactkey._redact import _gate_conditions
+
+        rule = Rule("r", DeferredPattern(r"::x@"), ("::",), also=("@",))
+        detectors = Detectors((rule,))
+        assert detectors.conditions == {0: (("@",),)}
+        plain = Literals((*detectors.keywords, "other"))
+        clash = Literals((*detectors.keywords, "::"))
+        assert _gate_conditions(plain, detectors) == {0: (("@",),)}
+        assert _gate_conditions(clash, detectors) == {}

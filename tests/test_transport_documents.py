@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 from typing import Any
 
@@ -187,6 +188,21 @@ class TestRequestDocument:
 
         assert upload("a1b2c3d4e5") == upload("ffeeddccbb")
         assert "a1b2c3d4e5" not in json.dumps(upload("a1b2c3d4e5"))
+
+    @pytest.mark.parametrize("library", ["httpx", "httpx2"])
+    @pytest.mark.parametrize("headers", [
+        {"Content-Type": "application/json", "X-Api-Key": "k"},
+        [("X-Dup", "1"), ("x-dup", "2")],
+        {"X-Utf8": "caf\u00e9".encode()},
+        {"X-Latin1": b"\xe9\xff"},
+    ])
+    def test_header_pairs_are_the_library_s_own(self, library: str, headers: Any) -> None:
+        """The transport's decoding of a request's headers gives what `multi_items()`
+        gives, whatever the headers' encoding."""
+        from redactkey._transport import _header_pairs
+
+        parsed = importlib.import_module(library).Headers(headers)
+        assert _header_pairs(parsed) == parsed.multi_items()
 
 
 class TestResponseDocument:

@@ -173,7 +173,9 @@ class Rule:
     """One detector, declared once: a compiled pattern, the literals that gate it, the group
     holding the secret, and its own examples.
 
-    `keywords` are case-sensitive literals; the pattern only runs on text containing one.
+    `keywords` are case-sensitive literals; the pattern only runs on text containing one,
+    and every one of `also` (literals each match holds too: the `@` of a URL's userinfo
+    beside its `://`), so a text with the keyword but not those is passed over.
     `validate` can veto a match (it gets the matched secret text). A rule that is not
     `bounded` gets our boundary check after the match: a secret glued to token characters
     on either side is part of something bigger and is dropped. `ids=True` keeps a secret
@@ -193,6 +195,7 @@ class Rule:
     not_examples: tuple[str, ...] = field(default=(), compare=False)
     ids: bool = False
     near_miss: bool = False
+    also: tuple[str, ...] = ()
 
 
 # Token characters: a key glued to more of them is part of something bigger (a slug, a blob).
@@ -233,6 +236,7 @@ def rule(
     flags: int = 0,
     bounded: bool = False,
     near_miss: bool = False,
+    also: Sequence[str] = (),
 ) -> Rule:
     """Declare one of our rules. The pattern starts with a literal (so the regex engine can
     jump to it) and is bounded everywhere: its cost grows linearly with the text."""
@@ -248,6 +252,7 @@ def rule(
         not_examples=tuple(not_examples),
         ids=ids,
         near_miss=near_miss,
+        also=tuple(also),
     )
 
 
@@ -763,6 +768,7 @@ _OWN_RULES: tuple[Rule, ...] = (
         "url-password",
         r"://[^\s/?#@:\"'<>]{0,256}:([^\s/?#\"'<>]{1,256})@",
         keywords=("://",),
+        also=("@",),
         group=1,
         shape="the whole password in `scheme://user:password@host` (`@` in it too)",
         examples=("postgres://app:" + fake(16, seed="pg") + "@db.internal:5432/app",
@@ -1408,6 +1414,13 @@ class Detectors:
         self._bounds: list[tuple[_Reach | None, _Lead | None] | None] = [None] * len(
             self.rules
         )
+        # Keywords whose every rule also needs other literals (`Rule.also`): number ->
+        # the literals each of those rules needs. A text holding such a keyword but none
+        # of its rules' literals fires nothing, so a caller gating on hits may pass it by.
+        self.conditions: dict[int, tuple[tuple[str, ...], ...]] = {}
+        for number, targets in enumerate(self._targets):
+            if targets and all(t != _HINT and self.rules[t].also for t in targets):
+                self.conditions[number] = tuple(self.rules[t].also for t in targets)
         # The automaton's numbers of each rule's place markers.
         self._own = tuple(
             tuple(at[k] for k in stems) if stems is rule.keywords
@@ -1509,6 +1522,8 @@ class Detectors:
         out: list[Span] = []
         for index in sorted(fired):
             rule = self.rules[index]
+            if rule.also and not all(literal in text for literal in rule.also):
+                continue  # no match without them
             matches: Iterable[re.Match[str]] | None = None
             if blob:
                 matches = _first(compiled(rule.pattern), text)

@@ -428,14 +428,41 @@ def _gate_of(literals: Literals) -> Literals:
     return Literals(tuple(dict.fromkeys((*literals.patterns, _SSE_MARK, *_OPENS))))
 
 
-def _hit_texts(hits: list[tuple[int, int, int]], texts: list[str]) -> set[int]:
-    """The indexes of `texts` (joined as `_SEP + _SEP.join(texts)`) where `hits` start."""
+def _hit_texts(
+    hits: list[tuple[int, int, int]],
+    texts: list[str],
+    conditions: Mapping[int, tuple[tuple[str, ...], ...]] | None = None,
+) -> set[int]:
+    """The indexes of `texts` (joined as `_SEP + _SEP.join(texts)`) where `hits` start; a
+    hit of a literal in `conditions` counts only in a text holding every literal one of
+    its alternatives names."""
     starts = []
     at = 0
     for text in texts:
         starts.append(at)
         at += len(text) + 1
-    return {bisect.bisect_right(starts, start) - 1 for _, start, _ in hits}
+    out = set()
+    for number, start, _ in hits:
+        index = bisect.bisect_right(starts, start) - 1
+        needs = conditions.get(number) if conditions else None
+        if needs is None or any(all(lit in texts[index] for lit in need) for need in needs):
+            out.add(index)
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _gate_conditions(
+    gate: Literals, detectors: Detectors
+) -> dict[int, tuple[tuple[str, ...], ...]]:
+    """`detectors.conditions` as numbers of `gate`, which starts with the detectors'
+    keywords; a keyword that is also another of the gate's literals (a secret's variant
+    spelled the same) is left out: its hits count whatever the text holds."""
+    keywords = detectors.keywords
+    later = set(gate.patterns[len(keywords):])
+    return {
+        number: needs for number, needs in detectors.conditions.items()
+        if gate.patterns[number] == keywords[number] and keywords[number] not in later
+    }
 
 
 def _extra_rules(patterns: Mapping[str, str | re.Pattern[str]]) -> tuple[Rule, ...]:
@@ -655,12 +682,24 @@ class Redactor:
         if kind in _SCALARS:
             return
         if kind is dict or (kind is not list and isinstance(value, Mapping)):
+            classes = self._key_classes
             for key, item in value.items():
-                if isinstance(key, str) and self.is_sensitive_key(key) and _norm(key) not in (
-                    "cookie", "set-cookie"
-                ):
+                if type(key) is str:
+                    klass = classes.get(key)
+                    if klass is None:
+                        klass = self._key_class(key)
+                    sensitive = klass == 1
+                else:
+                    sensitive = isinstance(key, str) and self.is_sensitive_key(key)
+                if sensitive and _norm(key) not in ("cookie", "set-cookie"):
                     found.extend((key, leaf) for leaf in _string_leaves(item))
-                elif type(item) is not str or len(item) >= 8:
+                elif type(item) is str:  # the common leaf, read (or set aside) here
+                    if len(item) >= 8 and depth < MAX_NESTING:
+                        if texts is None:
+                            self._text_credentials(item, found, depth + 1)
+                        else:
+                            texts.append(item)
+                else:
                     self._credentials(item, found, depth + 1, texts)
         elif isinstance(value, (list, tuple)):
             if (len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
@@ -804,10 +843,13 @@ class Redactor:
         joined = _SEP + _SEP.join(short)
         known = self._current()
         literals = known.literals if known is not None else self._detectors.literals
-        hits = _gate_of(literals).find(joined)
+        gate = _gate_of(literals)
+        hits = gate.find(joined)
+        flagged = _hit_texts(hits, short, _gate_conditions(gate, self._detectors)) if hits else set()
         if known is not None and known.added is not None:
-            hits += known.added.find(joined)
-        flagged = _hit_texts(hits, short) if hits else set()
+            more = known.added.find(joined)
+            if more:
+                flagged |= _hit_texts(more, short)
         if "%" in joined:
             flagged.update(i for i, text in enumerate(short) if _ESCAPE.search(text))
         suspects.extend(short[i] for i in sorted(flagged))

@@ -58,6 +58,14 @@ def _library(request: Any) -> ModuleType:
     return module
 
 
+def _header_pairs(headers: Any) -> list[tuple[str, str]]:
+    """`headers.multi_items()` (lower-case names), decoded at once: the library's own
+    looks the encoding up again for every name and value."""
+    encoding = headers.encoding
+    return [(name.lower().decode(encoding), value.decode(encoding))
+            for name, value in headers.raw]
+
+
 def _transport_bases() -> tuple[type, ...]:
     bases: list[type] = []
     for name in ("httpx", "httpx2"):
@@ -303,7 +311,7 @@ class FixtureTransport(_TransportBase):
         """Answer one request of a sync httpx or httpx2 client."""
         library = _library(request)
         document = request_document(
-            request.method, str(request.url), request.headers.multi_items(), request.read()
+            request.method, str(request.url), _header_pairs(request.headers), request.read()
         )
 
         def open_stream() -> LiveStream:
@@ -339,7 +347,8 @@ class FixtureTransport(_TransportBase):
         """Answer one request of an async httpx or httpx2 client."""
         library = _library(request)
         document = request_document(
-            request.method, str(request.url), request.headers.multi_items(), await request.aread()
+            request.method, str(request.url), _header_pairs(request.headers),
+            await request.aread(),
         )
 
         async def open_stream() -> AsyncLiveStream:
