@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from conftest import SHARED
 from helpers import checksummed_token
 from redactkey import KeySpec, Redactor, RunSecrets
-from redactkey._keys import material_and_key
+from redactkey._keys import counted_part, material_and_key, redacted_material_and_key
 
 TOKEN = "sk-proj-" + "A1b2" * 12
 GH = checksummed_token("gh" + "p_", "Z9y8" * 7 + "Z9")
@@ -108,6 +108,16 @@ def _check_value(redactor: Redactor, value: Any) -> None:
             exact = _keyed(kind, spec, redactor, value)
             lean = _keyed(kind, spec, _LeanOf(redactor), value)
             assert lean == exact
+            assert _keyed_kept(kind, spec, redactor, value) == exact
+
+
+def _keyed_kept(kind: str, spec: KeySpec, redactor: Redactor, value: Any) -> tuple[str, Any]:
+    """Keyed as ModelFixtures keys: `redact_kept`, and orjson's bytes when it says so."""
+    def keyed(v: Any) -> Any:
+        redacted, canonical = redactor.redact_kept(counted_part(v, spec))
+        return redacted_material_and_key(kind, redacted, spec, orjson_canonical=canonical)
+
+    return _outcome(keyed, value)
 
 
 def _keyed(kind: str, spec: KeySpec, redactor: Any, value: Any) -> tuple[str, Any]:
@@ -149,6 +159,8 @@ class TestGateAgainstWalk:
     @example(value={"b": "eyJteV90b2tlbiI6ICJhQjNkRTVmRzdoSjlrTDFtTjNwUTVyUzd0VTkifQ=="})
     @example(value={"j": '{"my_token": "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9"}'})  # JSON in a string
     @example(value={"s": "data: " + "later-secret-" + "Q9" * 4 + "\ndata: " + "Q9" * 4})
+    @example(value={"n": 2**60, "m": [1, 2.5]})  # an integer orjson refuses, a float
+    @example(value={"\U0001f600": 1, "\uffff": 2})  # names that sort apart by UTF-16
     def test_values(self, redactor: Redactor, value: Any) -> None:
         """Plain JSON values: same redaction, same credentials, same keys."""
         _check_value(redactor, value)

@@ -30,6 +30,7 @@ import rfc8785
 from ._errors import CanonicalizationError, raised_at_entry
 
 __all__ = [
+    "ORJSON_CANONICAL",
     "JSONValue",
     "canonical_if_plain",
     "canonicalize",
@@ -219,7 +220,8 @@ class _NotFast(Exception):
     """The fast path cannot prove its bytes for this value; take the slow one."""
 
 
-_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+#: The options the fast path writes with: sorted keys, integers within 53 bits.
+ORJSON_CANONICAL: Final = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 _TWO_53 = 9007199254740992.0
 
 
@@ -238,7 +240,7 @@ def _fast(value: Any, seq: type = tuple) -> bytes:
                 replaced = replaced[0]
         if replaced is not None:
             value = replaced
-        out: bytes = orjson.dumps(value, option=_ORJSON_OPTIONS)
+        out: bytes = orjson.dumps(value, option=ORJSON_CANONICAL)
     except (orjson.JSONEncodeError, RecursionError):
         # Lone surrogates, integers beyond 2**53, non-str keys, cycles, depth > 254.
         raise _NotFast from None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import dataclasses
 import fnmatch
 import hashlib
@@ -24,7 +25,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from ._canonical import JSONValue, canonical_if_plain, canonicalize, pointer_join, to_json
+import orjson
+
+from ._canonical import (
+    ORJSON_CANONICAL,
+    JSONValue,
+    canonical_if_plain,
+    canonicalize,
+    pointer_join,
+    to_json,
+)
 from ._errors import CanonicalizationError, UsageError, raised_at_entry
 
 __all__ = [
@@ -38,11 +48,13 @@ __all__ = [
     "Redacts",
     "ReplaceVolatile",
     "VolatileValue",
+    "counted_part",
     "default_spec",
     "find_volatile",
     "key_from_material",
     "key_material",
     "material_and_key",
+    "redacted_material_and_key",
     "request_key",
     "stored_request",
 ]
@@ -658,7 +670,7 @@ def _projection(request: Any, spec: KeySpec, plain: Callable[..., Any]) -> JSONV
 _HTTP_MEMBERS: Final = frozenset({"method", "url", "json", "text", "base64", "query", "body"})
 
 
-def _counted_part(request: Any, spec: KeySpec) -> Any:
+def counted_part(request: Any, spec: KeySpec) -> Any:
     """The members of a request that can reach the key, so that only they are redacted.
 
     Each member of a mapping is redacted on its own, so redacting the part equals taking
@@ -689,20 +701,44 @@ def material_and_key(
         raise UsageError(f"kind must be a non-empty string, not {kind!r}")
     if spec is None:
         spec = default_spec(kind)
-    if redactor is not None:
-        request = redactor.redact(_counted_part(request, spec))
-    if redactor is not None and not spec.normalizers:
-        # The redactor's output is a fresh copy (or, from ModelFixtures, the request itself
-        # when redaction changes nothing, copied later if it may be written): the material
-        # may hold it as it is.
+    if redactor is None:
+        return _checked_material_and_key(kind, request, spec)
+    return redacted_material_and_key(kind, redactor.redact(counted_part(request, spec)), spec)
+
+
+def redacted_material_and_key(
+    kind: str, redacted: Any, spec: KeySpec, *, orjson_canonical: bool = False
+) -> tuple[dict[str, JSONValue], str]:
+    """`material_and_key` of the counted part of a request, already redacted: a fresh copy,
+    or (from ModelFixtures) the request's own part when redaction changed nothing, copied
+    later if it may be written; the material may hold it as it is.
+
+    `orjson_canonical` says the redacted part is plain JSON holding no float and only
+    ASCII member names (the redactor's walk saw it): orjson's sorted bytes of the material
+    are then RFC 8785's, with no scan to prove it.
+    """
+    if not spec.normalizers:
         material = {
             "kind": kind,
-            "request": _projection(request, spec, _as_is),
+            "request": _projection(redacted, spec, _as_is),
             "scheme": KEY_SCHEME_VERSION,
         }
-        data = canonical_if_plain(material)
+        data = None
+        # (counted header names would be member names the redactor's walk did not see; an
+        # integer beyond 2**53 is refused by orjson and then named by the scan's path)
+        if orjson_canonical and not (spec.shape == "http" and spec.headers):
+            with contextlib.suppress(orjson.JSONEncodeError):
+                data = orjson.dumps(material, option=ORJSON_CANONICAL)
+        if data is None:
+            data = canonical_if_plain(material)
         if data is not None:
             return material, hashlib.sha256(data).hexdigest()
+    return _checked_material_and_key(kind, redacted, spec)
+
+
+def _checked_material_and_key(
+    kind: str, request: Any, spec: KeySpec
+) -> tuple[dict[str, JSONValue], str]:
     projection = _projection(request, spec, to_json)
     for normalizer in spec.normalizers:
         projection = normalizer(projection)

@@ -655,12 +655,15 @@ class Redactor:
                 secrets = self._secrets
         before = secrets.version
         for name, value in found:
+            slot = f"learned:{_norm(name)}"
             for credential in _credential_values(value):
+                if secrets.holds(slot, credential):
+                    continue  # learned before (every call of a client sends its key)
                 if len(credential) < secrets.min_length or looks_redacted(
                     credential, self.is_placeholder
                 ) or self._redacted(credential):
                     continue
-                secrets.learn(f"learned:{_norm(name)}", credential)
+                secrets.learn(slot, credential)
         return secrets.version - before
 
     def _credentials(
@@ -764,26 +767,34 @@ class Redactor:
         strings at once proves which of them redaction can change; only those are read one
         by one (docs/decisions/0172). Anything else is redacted as `redact` does.
         """
-        texts: list[str] = []
-        if not self._plain_texts(value, texts, 0):
-            return self.redact(value)
-        if not texts:
-            return value
-        for text in self._suspect_texts(texts):
-            if self._str(text, "", None, 0) != text:
-                return self.redact(value)
-        return value
+        return self.redact_kept(value)[0]
 
-    def _plain_texts(self, value: Any, texts: list[str], depth: int) -> bool:
+    def redact_kept(self, value: Any) -> tuple[Any, bool]:
+        """`redact_lean(value)`, and whether it is `value` itself, unchanged, holding no
+        float and only ASCII member names: data orjson's sorted output writes as RFC 8785
+        does (the canonical scan then has nothing to find in it)."""
+        texts: list[str] = []
+        marks: list[bool] = []  # a float or a non-ASCII member name was met
+        if not self._plain_texts(value, texts, 0, marks):
+            return self.redact(value), False
+        for text in self._suspect_texts(texts) if texts else ():
+            if self._str(text, "", None, 0) != text:
+                return self.redact(value), False
+        return value, not marks
+
+    def _plain_texts(self, value: Any, texts: list[str], depth: int, marks: list[bool]) -> bool:
         """Append the strings of `value` that redaction reads (keys and values of 8 or more
-        characters); False when `value` is not plain JSON data or holds a credential-named
-        member or pair, which the walk treats apart."""
+        characters), and to `marks` when a float or a non-ASCII member name occurs; False
+        when `value` is not plain JSON data or holds a credential-named member or pair,
+        which the walk treats apart."""
         kind = type(value)
         if kind is str:
             if len(value) >= 8:
                 texts.append(value)
             return True
         if kind in _SCALARS:
+            if kind is float:
+                marks.append(True)
             return True
         if depth > _GATED_DEPTH:
             return False
@@ -799,11 +810,17 @@ class Redactor:
                     return False
                 if len(key) >= 8:
                     texts.append(key)
+                if not key.isascii():
+                    marks.append(True)
                 kind = type(item)
                 if kind is str:
                     if len(item) >= 8:
                         texts.append(item)
-                elif kind not in _SCALARS and not self._plain_texts(item, texts, depth + 1):
+                elif kind is float:
+                    marks.append(True)
+                elif kind not in _SCALARS and not self._plain_texts(
+                    item, texts, depth + 1, marks
+                ):
                     return False
             return True
         if kind is list:
@@ -814,7 +831,11 @@ class Redactor:
                 if kind is str:
                     if len(item) >= 8:
                         texts.append(item)
-                elif kind not in _SCALARS and not self._plain_texts(item, texts, depth + 1):
+                elif kind is float:
+                    marks.append(True)
+                elif kind not in _SCALARS and not self._plain_texts(
+                    item, texts, depth + 1, marks
+                ):
                     return False
             return True
         return False
@@ -845,7 +866,8 @@ class Redactor:
         literals = known.literals if known is not None else self._detectors.literals
         gate = _gate_of(literals)
         hits = gate.find(joined)
-        flagged = _hit_texts(hits, short, _gate_conditions(gate, self._detectors)) if hits else set()
+        conditions = _gate_conditions(gate, self._detectors)
+        flagged = _hit_texts(hits, short, conditions) if hits else set()
         if known is not None and known.added is not None:
             more = known.added.find(joined)
             if more:

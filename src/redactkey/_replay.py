@@ -63,7 +63,13 @@ from ._errors import (
     warn_at_caller,
 )
 from ._format import Fixture, RecordedErrorBody
-from ._keys import KeySpec, find_volatile, material_and_key
+from ._keys import (
+    KeySpec,
+    counted_part,
+    find_volatile,
+    material_and_key,
+    redacted_material_and_key,
+)
 from ._redact import Redactor, shown_pointer
 from ._secrets import RunSecrets
 from ._store import FixtureStore, check_kind
@@ -317,22 +323,6 @@ def _copied(value: Any) -> Any:
 _UNREAD: Any = object()
 
 
-class _Lean:
-    """A redactor for one key: `Redactor.redact_lean`, which hands back the request itself
-    when redaction would change nothing (`kept` then says so)."""
-
-    __slots__ = ("kept", "redactor")
-
-    def __init__(self, redactor: Redactor) -> None:
-        self.redactor = redactor
-        self.kept = False
-
-    def redact(self, value: Any) -> Any:
-        out = self.redactor.redact_lean(value)
-        self.kept = out is value
-        return out
-
-
 class _Call:
     """One call's key material and key, computed once; and its fixture once read
     (`ModelFixtures.recorded`), for the lookup that follows."""
@@ -514,11 +504,15 @@ class ModelFixtures:
         redactor = self.redactor
         redactor.learn(request)
         if type(redactor) is Redactor:
-            lean = _Lean(redactor)
-            material, key = material_and_key(
-                kind, request, spec=spec or self.spec_for(kind), redactor=lean
+            # `redact_kept` hands back the request's own part when redaction would change
+            # nothing, and says when orjson writes it canonically as it is.
+            spec = spec or self.spec_for(kind)
+            part = counted_part(request, spec)
+            redacted, canonical = redactor.redact_kept(part)
+            material, key = redacted_material_and_key(
+                kind, redacted, spec, orjson_canonical=canonical
             )
-            if lean.kept and self.mode != "replay":
+            if redacted is part and self.mode != "replay":
                 # The material holds the caller's own data: copy what may be written later.
                 material = _copy_json(material)
             return _Call(kind, material, key)

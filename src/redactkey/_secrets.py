@@ -400,6 +400,12 @@ class RunSecrets:
         _check_slot(slot)
         self._register(slot, value, keep_stand_in=len(value) >= self._min_length)
 
+    def holds(self, slot: str, value: str) -> bool:
+        """Whether `value` is registered under `slot` already (registering it again would
+        change nothing)."""
+        known = self._values.get(slot)
+        return known is not None and value in known and slot not in self._missing
+
     def _register(self, slot: str, value: str, *, source_hint: str = "its value",
                   keep_stand_in: bool = False) -> None:
         reason = None if keep_stand_in else dummy_reason(value, self._min_length)
