@@ -177,8 +177,14 @@ def _dumps(value: JSON) -> bytes:
 
 
 def _merge_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
-    merged: dict[str, str] = {}
-    for name, value in headers:
+    """Header pairs as one map of lower-case names; a name sent twice holds its values
+    joined by ", ", in the order sent."""
+    pairs = headers if isinstance(headers, list) else list(headers)
+    merged = {name.lower(): value for name, value in pairs}
+    if len(merged) == len(pairs):
+        return merged  # no name twice (the common case): nothing to join
+    merged = {}
+    for name, value in pairs:
         key = name.lower()
         merged[key] = f"{merged[key]}, {value}" if key in merged else value
     return merged
@@ -214,12 +220,15 @@ def body_bytes(document: Mapping[str, JSON]) -> bytes:
 
 
 _MULTIPART_BOUNDARY: Final = "redactkey-boundary"
+_BOUNDARY: Final = re.compile(r"boundary=\"?([^\";]+)\"?")
 
 
 def _stable_multipart(headers: dict[str, str], body: bytes) -> bytes:
     """Replace a random multipart boundary by a fixed one so that uploads key stably."""
     content_type = headers.get("content-type", "")
-    match = re.search(r"boundary=\"?([^\";]+)\"?", content_type)
+    if "boundary=" not in content_type:  # no multipart body without one
+        return body
+    match = _BOUNDARY.search(content_type)
     if _mime(content_type) != "multipart/form-data" or match is None:
         return body
     boundary = match.group(1)

@@ -60,10 +60,14 @@ def _library(request: Any) -> ModuleType:
 
 def _header_pairs(headers: Any) -> list[tuple[str, str]]:
     """`headers.multi_items()` (lower-case names), decoded at once: the library's own
-    looks the encoding up again for every name and value."""
-    encoding = headers.encoding
-    return [(name.lower().decode(encoding), value.decode(encoding))
-            for name, value in headers.raw]
+    looks the encoding up again for every name and value. Headers are ASCII but for a
+    rare few (then decoded as the library decides: UTF-8, else Latin-1)."""
+    raw = headers.raw
+    try:
+        return [(name.lower().decode("ascii"), value.decode("ascii")) for name, value in raw]
+    except UnicodeDecodeError:
+        encoding = headers.encoding
+        return [(name.lower().decode(encoding), value.decode(encoding)) for name, value in raw]
 
 
 def _transport_bases() -> tuple[type, ...]:
