@@ -231,6 +231,30 @@ class TestFixtureCost:
             "test_late[1]", "test_late[2]"]
 
 
+    def test_the_environment_is_compared_as_it_is(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The run's secrets are read again when any variable changes, is added or goes;
+        not when only the variable pytest sets for every test does."""
+        from redactkey.pytest_plugin import _environment, _same_environment
+
+        monkeypatch.setenv("SOME_API_KEY", "first-" + "v" * 12)
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", "test_a.py::test_one (setup)")
+        seen = _environment()
+        assert _same_environment(seen)
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", "test_a.py::test_two (call)")
+        assert _same_environment(seen)
+        monkeypatch.delenv("PYTEST_CURRENT_TEST")
+        assert _same_environment(seen)
+        monkeypatch.setenv("SOME_API_KEY", "other-" + "v" * 12)
+        assert not _same_environment(seen)
+        seen = _environment()
+        monkeypatch.setenv("NEW_API_KEY", "new-" + "v" * 12)
+        assert not _same_environment(seen)
+        seen = _environment()
+        monkeypatch.delenv("SOME_API_KEY")
+        assert not _same_environment(seen)
+
 class TestStores:
     """One store per fixture directory, shared by its tests, never by another directory."""
 

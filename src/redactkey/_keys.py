@@ -490,10 +490,13 @@ class DropKeys:
 # --- projection ------------------------------------------------------------------
 
 
+_OMITTED_TYPES: Final = frozenset({"NotGiven", "Omit"})
+
+
 def _is_omitted(value: Any) -> bool:
     # SDK sentinels for "not given" (openai.NOT_GIVEN, anthropic's Omit) and None mean
     # "use the default": `f(temperature=None)` and `f()` are the same call.
-    return value is None or type(value).__name__ in {"NotGiven", "Omit"}
+    return value is None or type(value).__name__ in _OMITTED_TYPES
 
 
 def _as_mapping(request: Any) -> Any:
@@ -508,6 +511,14 @@ def _as_is(value: Any, pointer: str = "") -> Any:
 
 
 def _project_fields(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_json) -> JSONValue:
+    if plain is _as_is and type(request) is dict:  # a redacted copy: the loop below, inline
+        ignore, fields = spec.ignore, spec.fields
+        return {
+            name: item for name, item in request.items()
+            if isinstance(name, str) and name not in ignore
+            and (fields is None or name in fields)
+            and item is not None and type(item).__name__ not in _OMITTED_TYPES
+        }
     request = _as_mapping(request)
     if not isinstance(request, Mapping):
         # A bare prompt or a tool's positional payload: all of it counts.

@@ -35,8 +35,10 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from ._age import EXPIRY_ACTIONS, ExpiryAction, FixtureAges, parse_duration
+from ._config import Config, load_config
 from ._errors import DriftError, FixtureError, MissingFixtureError, RedactkeyError, UsageError
 from ._findings import counted
+from ._redact import Redactor
 from ._replay import (
     DEFAULT_MODE,
     MODE_ENV,
@@ -44,17 +46,15 @@ from ._replay import (
     MODES,
     Mode,
     ModelFixtures,
+    ToolFixtures,
     parse_mode,
 )
-from ._store import FixtureDir
+from ._secrets import RunSecrets
+from ._store import CassetteStore, FixtureDir
 
 if TYPE_CHECKING:
     from ._answers import AnswerNormalizer
-    from ._config import Config
     from ._format import Fixture
-    from ._redact import Redactor
-    from ._replay import ToolFixtures
-    from ._secrets import RunSecrets
     from ._store import FixtureStore
     from ._transport import FixtureTransport
     from ._verify import VerifyRules
@@ -802,8 +802,9 @@ class _SessionState:
         self.failed_unused = False
         self.dir_of: dict[str, str] = {}  # nodeid -> fixture directory, for collected tests
         self.project_config: Config | None = None  # [tool.redactkey], read on first use
-        # (environment and rule, secrets): what `run_secrets` copies for each test
-        self.base_secrets: tuple[tuple[Any, ...], RunSecrets] | None = None
+        # ((records, min length), the environment read, the secrets): what `run_secrets`
+        # copies for each test
+        self.base_secrets: tuple[tuple[bool, int], dict[Any, Any], RunSecrets] | None = None
         # the configured Redactor with no secrets, and (secrets, Redactor) over the run's
         self.redactor_template: Redactor | None = None
         self.base_redactor: tuple[RunSecrets, Redactor] | None = None
@@ -869,13 +870,15 @@ class _SessionState:
                 self.dir_of[item.nodeid] = self._shown_dir(settings)
                 info["live"] = info["live"] or "live" in (settings.mode, settings.model_mode)
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # On an xdist controller the reports come from workers, which count for themselves.
-        if report.nodeid not in self.dir_of:
-            return
-        self.part["used"] = True
-        if report.when == "call":
-            self.part["dirs"][self.dir_of[report.nodeid]]["ran"].append(report.nodeid)
+    def _reported(self, report: pytest.TestReport) -> None:
+        """Account for a phase of a test that uses redactkey: its call phase ran. (Counted
+        where the test runs: an xdist controller's reports come from the workers, which
+        count for themselves.)"""
+        shown = self.dir_of.get(report.nodeid)
+        if shown is not None:
+            self.part["used"] = True
+            if report.when == "call":
+                self.part["dirs"][shown]["ran"].append(report.nodeid)
 
     def add_drift(self, nodeid: str, error: DriftError) -> None:
         """Verify with --redactkey-verify=report: keep the drift for the summary and report."""
@@ -897,8 +900,6 @@ class _SessionState:
     def project(self) -> Config:
         """`[tool.redactkey]` of the rootdir, read on first use."""
         if self.project_config is None:
-            from ._config import load_config
-
             config = load_config(self.config.rootpath)
             aliases = _ini_hosts(self.config)
             if aliases:
@@ -948,8 +949,6 @@ class _SessionState:
 
     def store(self, directory: Path) -> FixtureStore:
         """The store of a fixture directory, one object for every test that uses it."""
-        from ._store import CassetteStore
-
         kind = self.conf.store
         store = self.stores.get((kind, directory))
         if store is None:
@@ -962,24 +961,20 @@ class _SessionState:
     def run_secrets(self, records: bool, min_length: int) -> RunSecrets:
         """The run's secrets, collected again only when the environment or the rule changed
         (never handed out: each test gets a copy)."""
-        from ._secrets import RunSecrets
-
-        key = (records, min_length, _environment())
-        if self.base_secrets is None or self.base_secrets[0] != key:
+        known = self.base_secrets
+        if known is None or known[0] != (records, min_length) or not _same_environment(known[1]):
+            environment = _environment()
             base = RunSecrets.from_env(min_length=min_length, skip_short=not records)
             try:
                 base.collect(*self.project().secret_env)
             finally:
                 self.part["dummies"].update(base.dummies)
-            self.base_secrets = (key, base)
-        return self.base_secrets[1]
+            self.base_secrets = known = ((records, min_length), environment, base)
+        return known[2]
 
     def redactor_over(self, secrets: RunSecrets | None) -> Redactor:
         """A configured `Redactor` over `secrets`, sharing everything compiled with the
         session's (the known-value automaton too, while `secrets` holds the run's values)."""
-        from ._redact import Redactor
-        from ._secrets import RunSecrets
-
         template = self.redactor_template
         if template is None:
             config = self.project()
@@ -991,7 +986,7 @@ class _SessionState:
             )
         if secrets is None:
             return template.over(RunSecrets({}))
-        run = self.base_secrets[1] if self.base_secrets is not None else None
+        run = self.base_secrets[2] if self.base_secrets is not None else None
         if run is None:
             return template.over(secrets)
         if self.base_redactor is None or self.base_redactor[0] is not run:
@@ -1110,6 +1105,7 @@ class _SessionState:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        self._reported(report)
         if not report.failed:
             return report
         notes = []
@@ -1390,6 +1386,21 @@ def _environment() -> dict[Any, Any]:
 _PER_TEST_VARIABLES = ("PYTEST_CURRENT_TEST", b"PYTEST_CURRENT_TEST")
 
 
+def _same_environment(seen: dict[Any, Any]) -> bool:
+    """Whether the process environment still holds what `seen` (an `_environment()`) held.
+    `seen` takes the per-test variables' current values, so the process environment is
+    compared as it is, without a copy."""
+    data = getattr(os.environ, "_data", None)
+    if not isinstance(data, dict):
+        return _environment() == seen
+    for name in _PER_TEST_VARIABLES:
+        if name in data:
+            seen[name] = data[name]
+        else:
+            seen.pop(name, None)
+    return data == seen
+
+
 def _build_settings(pieces: _TestPieces) -> RedactkeySettings:
     return _settings_for(pieces.item)
 
@@ -1413,8 +1424,6 @@ def _build_nothing(pieces: _TestPieces) -> None:
 
 
 def _build_secrets(pieces: _TestPieces) -> RunSecrets:
-    from ._secrets import RunSecrets
-
     state = pieces.state
     config = state.project()
     settings: RedactkeySettings = pieces.use("redactkey_settings")
@@ -1449,8 +1458,6 @@ def _build_model_fixtures(pieces: _TestPieces) -> ModelFixtures:
 
 
 def _build_tool_fixtures(pieces: _TestPieces) -> ToolFixtures:
-    from ._replay import ToolFixtures
-
     settings: RedactkeySettings = pieces.use("redactkey_settings")
     options = _layer_options(pieces)
     options.pop("how_to_rerecord", None)
