@@ -14,6 +14,10 @@
 4. Splits the added CPU time into what a run pays once (importing redactkey, building
    the redactor, the run report) and what each test pays, from runs of the first test
    alone (the module is still collected whole).
+5. Prints the time each full run spent in the cyclic garbage collector (a probe plugin
+   times every collection): redactkey's modules make the heap larger, so each full
+   collection pytest's run triggers takes longer; that share of the added time is the
+   collector's, not redactkey's code.
 
 Every process loads bytecode compiled once into the temporary directory, as an installed
 package does (`PYTHONPYCACHEPREFIX`), so a process does not compile redactkey's sources
@@ -61,14 +65,37 @@ def model_fixtures():
 """
 
 
+# Loaded into each pytest process with -p: adds up the time of every collection.
+GC_PROBE = """
+import atexit, gc, os, time
+
+_started = [0.0]
+_total = [0.0]
+
+
+def _timed(phase, info):
+    if phase == "start":
+        _started[0] = time.perf_counter()
+    else:
+        _total[0] += time.perf_counter() - _started[0]
+
+
+gc.callbacks.append(_timed)
+atexit.register(lambda: open(os.environ["BENCH_GC_OUT"], "w").write(repr(_total[0])))
+"""
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
-def _pytest(root: Path, *args: str, bytecode: Path | None) -> tuple[float, float]:
-    """(wall, CPU) seconds of one pytest process."""
+def _pytest(root: Path, *args: str, bytecode: Path | None) -> tuple[float, float, float]:
+    """(wall, CPU, cyclic GC) seconds of one pytest process."""
     env = dict(os.environ)
+    probe = root.parent / "probe"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(probe), env.get("PYTHONPATH")]))
+    env["BENCH_GC_OUT"] = str(probe / f"{root.name}.gc")
     if bytecode is None:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     else:
@@ -80,13 +107,13 @@ def _pytest(root: Path, *args: str, bytecode: Path | None) -> tuple[float, float
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "-p", "no:randomly", *args],
+         "-p", "no:randomly", "-p", "bench_gc_probe", *args],
         cwd=root, env=env, capture_output=True, text=True, check=False,
     )
     elapsed = time.perf_counter() - started
     if result.returncode != 0:
         sys.exit(f"pytest failed in {root}:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
-    return elapsed, _cpu() - cpu
+    return elapsed, _cpu() - cpu, float((probe / f"{root.name}.gc").read_text())
 
 
 def main() -> int:
@@ -100,6 +127,8 @@ def main() -> int:
         bytecode = None if args.no_bytecode else Path(tmp) / "bytecode"
         plugin = Path(tmp) / "plugin"
         disabled = Path(tmp) / "disabled"
+        (Path(tmp) / "probe").mkdir()
+        (Path(tmp) / "probe" / "bench_gc_probe.py").write_text(GC_PROBE)
         for root in (plugin, disabled):
             root.mkdir()
             (root / "test_calls.py").write_text(TESTS.format(count=args.tests))
@@ -107,7 +136,7 @@ def main() -> int:
         (disabled / "conftest.py").write_text(DISABLED_CONFTEST)
         _pytest(plugin, "--redactkey-mode=record", bytecode=bytecode)
         _pytest(disabled, "-p", "no:redactkey", bytecode=bytecode)  # compiles its modules
-        runs = {(name, one): [float("inf"), float("inf")]
+        runs = {(name, one): [float("inf"), float("inf"), float("inf")]
                 for name in ("plugin", "disabled") for one in (False, True)}
         for _ in range(args.rounds):
             for (name, one), best in runs.items():
@@ -121,7 +150,7 @@ def main() -> int:
           f"{'' if bytecode else ', sources compiled in every process'}:")
     print("                      wall        CPU")
     for name, label in (("disabled", "plugin disabled"), ("plugin", "plugin (replay)")):
-        wall, cpu = runs[(name, False)]
+        wall, cpu, _ = runs[(name, False)]
         print(f"  {label}  {wall:7.2f} s  {cpu:7.2f} s")
     ok = True
     for i, what in enumerate(("wall", "CPU")):
@@ -134,6 +163,10 @@ def main() -> int:
             - runs[("disabled", False)][1] + runs[("disabled", True)][1]) / (args.tests - 1)
     print(f"  of the added CPU: {once:.2f} s once per run ({once / args.tests * 1000:.3f} ms "
           f"per test here) and {each * 1000:.3f} ms in each test")
+    collector = runs[("plugin", False)][2] - runs[("disabled", False)][2]
+    print(f"  cyclic GC (least of the runs): plugin {runs[('plugin', False)][2]:.2f} s, "
+          f"disabled {runs[('disabled', False)][2]:.2f} s: {collector / args.tests * 1000:.3f} "
+          "ms per test of the added time is the collector's")
     return 0 if ok else 1
 
 
