@@ -17,7 +17,8 @@ redactor.learn({"url": "https://api.example/v1?q=a", "note": "role: user"})
 text = redactor.redact({"messages": [{"role": "user", "content": "plain words " * 200}]})
 deferred = [rule for rule in DEFAULT_RULES if isinstance(rule.pattern, DeferredPattern)]
 print(json.dumps({
-    "modules": sorted(m for m in ("filelock", "tomllib", "tomli") if m in sys.modules),
+    "modules": sorted(m for m in ("filelock", "tomllib", "tomli", "detect_secrets", "requests")
+                      if m in sys.modules),
     "deferred": len(deferred),
     "compiled": sorted(r.name for r in deferred if r.pattern._compiled is not None),
     "worked_out": sum(b is not None for b in redactor._detectors._bounds),
@@ -39,7 +40,8 @@ class TestBuiltLazily:
         self, tmp_path: object
     ) -> None:
         """Importing the package and the plugin and redacting loads neither filelock (a
-        cassette writer's lock) nor a TOML parser (a configuration file's)."""
+        cassette writer's lock) nor a TOML parser (a configuration file's), nor
+        detect-secrets (and the `requests` it loads) while none of its rules fires."""
         assert _probe(str(tmp_path))["modules"] == []
 
     def test_rules_compile_and_reach_only_where_their_keywords_occur(

@@ -120,6 +120,37 @@ class TestRules:
         assert Redactor().redact("Basic information here") == "Basic information here"
 
 
+class TestDetectSecretsPlugins:
+    """The detect-secrets patterns are declared with their flags and loaded on first use."""
+
+    def test_declared_flags_are_the_plugins_own(self) -> None:
+        """Every plugin's `denylist` has as many patterns as declared, each with the
+        declared flags (the keyword gate reads the flags before the plugin loads)."""
+        for (module, name), flags in _detectors._DS_PLUGINS.items():
+            denylist = _detectors._plugin_class(module, name).denylist  # type: ignore[attr-defined]
+            assert tuple(p.flags for p in denylist) == flags, (module, name)
+
+    def test_a_plugin_pattern_is_the_plugin_s_compiled_pattern(self) -> None:
+        from detect_secrets.plugins.slack import SlackDetector
+
+        found = [r.pattern for r in DEFAULT_RULES
+                 if isinstance(r.pattern, _detectors.PluginPattern)
+                 and r.pattern.where[:2] == ("slack", "SlackDetector")]
+        assert [p.compiled for p in found] == list(SlackDetector.denylist)
+        assert [p.pattern for p in found] == [p.pattern for p in SlackDetector.denylist]
+        assert found[0] == _detectors.PluginPattern("slack", "SlackDetector", 0, 0)
+        assert found[0] != found[1]
+        assert "slack.SlackDetector.denylist[0]" in repr(found[0])
+
+    @pytest.mark.parametrize("options", [{}, {"labelled": True}])
+    def test_the_default_placeholders_do_not_look_like_secrets(
+        self, options: dict[str, Any]
+    ) -> None:
+        """A redactor with the default placeholder skips the check at construction (the
+        check would load detect-secrets); the check passes, so nothing is lost."""
+        Redactor(**options)._check_placeholder()
+
+
 class TestShapes:
     """The helpers behind the false-positive policy."""
 

@@ -54,6 +54,25 @@ class TestImport:
         """)
         assert done.stdout.strip() == "ok", done.stderr
 
+    def test_logging_state_unchanged_when_detect_secrets_loads_mid_run(self) -> None:
+        """detect-secrets loads the first time one of its rules fires, long after import;
+        the host's warnings hook and loggers are as before then too."""
+        done = _run("""
+            import logging, sys, warnings
+            import redactkey
+            hook = warnings.showwarning
+            assert "detect_secrets" not in sys.modules
+            token = "xox" + "b-" + "1234567890" + "-" + "1234567890123" + "-" + "Ab3dE5gH" * 3
+            found = redactkey.Redactor().findings("token " + token)
+            assert "detect_secrets" in sys.modules
+            assert [f.rule for f in found] == ["slack-token"], found
+            assert warnings.showwarning is hook, "warnings.showwarning replaced"
+            assert logging.getLogger("py.warnings").handlers == []
+            assert logging.getLogger("detect-secrets").handlers == []
+            print("ok")
+        """)
+        assert done.stdout.strip() == "ok", done.stderr
+
     def test_host_capture_kept(self) -> None:
         """A host that captures warnings into logging itself keeps doing so."""
         done = _run("""

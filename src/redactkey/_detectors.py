@@ -5,9 +5,9 @@ the literal every rule needs, so a string with no keyword costs one pass in comp
 code, `Literals`):
 
 - detect-secrets' regex plugins, used as plugin *classes*: their compiled `denylist`
-  patterns are read once at import. detect-secrets' global settings (`get_settings()`,
-  `transient_settings`) are never read nor written here, so nothing leaks in either
-  direction.
+  patterns are read the first time one of their rules fires (`PluginPattern`).
+  detect-secrets' global settings (`get_settings()`, `transient_settings`) are never
+  read nor written here, so nothing leaks in either direction.
 - our own rules for the keys detect-secrets' defaults miss (LLM providers and friends).
 
 Known id shapes (`chatcmpl-`, `msg_`, UUIDs, hex digests, base64 blobs, ...) are never
@@ -34,7 +34,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import ahocorasick_rs
 
@@ -57,18 +57,14 @@ def _host_state_kept() -> Iterator[None]:
         logger.propagate = propagate
 
 
-# detect-secrets sets up logging when its modules load (`logging.captureWarnings(True)`
-# and a stderr handler on its logger), which would swallow the host program's warnings;
-# importing redactkey must leave the host's logging and warnings as they were.
-with _host_state_kept():
-    from detect_secrets.plugins.aws import AWSKeyDetector
-    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-    from detect_secrets.plugins.mailchimp import MailchimpDetector
-    from detect_secrets.plugins.pypi_token import PypiTokenDetector
-    from detect_secrets.plugins.slack import SlackDetector
-    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-    from detect_secrets.plugins.twilio import TwilioKeyDetector
+def _plugin_class(module: str, name: str) -> type:
+    """A detect-secrets plugin class, imported on first use. detect-secrets sets up logging
+    when its modules load (`logging.captureWarnings(True)` and a stderr handler on its
+    logger), which would swallow the host program's warnings; loading it must leave the
+    host's logging and warnings as they were."""
+    with _host_state_kept():
+        plugin: type = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
+    return plugin
 
 __all__ = [
     "DEFAULT_RULES",
@@ -157,6 +153,50 @@ class DeferredPattern:
         self, text: str, pos: int = 0, endpos: int = sys.maxsize
     ) -> Iterator[re.Match[str]]:
         return self.compiled.finditer(text, pos, endpos)
+
+
+class PluginPattern(DeferredPattern):
+    """Pattern `index` of a detect-secrets plugin's `denylist`, imported the first time its
+    text or compiled form is needed.
+
+    detect-secrets loads `requests` for its verifiers (unused here) when a plugin module
+    loads, which costs an import of redactkey more than the rest of it; a run in which
+    none of these rules fires never loads it. The flags are declared with the rule (the
+    keyword gate reads them when the detectors are built); the test suite checks them
+    against the plugin's own. Equal by plugin and index.
+    """
+
+    __slots__ = ("where",)
+
+    def __init__(self, module: str, plugin: str, index: int, flags: int) -> None:
+        self.where = (module, plugin, index)
+        self.flags = flags
+        self._compiled = None
+
+    def __repr__(self) -> str:
+        module, plugin, index = self.where
+        return f"PluginPattern({module}.{plugin}.denylist[{index}])"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PluginPattern):
+            return self.where == other.where
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((PluginPattern, self.where))
+
+    @property
+    def pattern(self) -> str:  # type: ignore[override]
+        return self.compiled.pattern
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        compiled = self._compiled
+        if compiled is None:
+            module, plugin, index = self.where
+            found: re.Pattern[str] = _plugin_class(module, plugin).denylist[index]  # type: ignore[attr-defined]
+            compiled = self._compiled = found
+        return compiled
 
 
 def compiled(pattern: Pattern) -> re.Pattern[str]:
@@ -847,9 +887,32 @@ _NEAR_MISS_RULES: tuple[Rule, ...] = (
 )
 
 
+# The detect-secrets plugins used, as (module, class) -> the flags of each pattern of its
+# `denylist`, in order (tests/test_detectors.py checks them against the plugin's own).
+_AWS: Final = ("aws", "AWSKeyDetector")
+_AZURE: Final = ("azure_storage_key", "AzureStorageKeyDetector")
+_GITLAB: Final = ("gitlab_token", "GitLabTokenDetector")
+_MAILCHIMP: Final = ("mailchimp", "MailchimpDetector")
+_PYPI: Final = ("pypi_token", "PypiTokenDetector")
+_SLACK: Final = ("slack", "SlackDetector")
+_SQUARE: Final = ("square_oauth", "SquareOAuthDetector")
+_TWILIO: Final = ("twilio", "TwilioKeyDetector")
+_UNICODE, _FOLDED, _VERBOSE = re.UNICODE, re.UNICODE | re.IGNORECASE, re.VERBOSE
+_DS_PLUGINS: Final[dict[tuple[str, str], tuple[int, ...]]] = {
+    _AWS: (_UNICODE, _FOLDED),
+    _AZURE: (_UNICODE,),
+    _GITLAB: (_UNICODE,) * 7,
+    _MAILCHIMP: (_UNICODE,),
+    _PYPI: (_UNICODE,) * 2,
+    _SLACK: (_FOLDED, _FOLDED | _VERBOSE),
+    _SQUARE: (_UNICODE,),
+    _TWILIO: (_UNICODE,) * 2,
+}
+
+
 def _ds(
     name: str,
-    plugin: type,
+    plugin: tuple[str, str],
     *,
     keywords: Iterable[str],
     shape: str,
@@ -858,9 +921,12 @@ def _ds(
     groups: Sequence[int] = (),
     skip: Sequence[int] = (),
 ) -> list[Rule]:
-    """detect-secrets' compiled patterns of one plugin, gated by our keywords. Its patterns
-    check no boundaries, so ours are checked after the match (`bounded=False`)."""
-    patterns = [p for i, p in enumerate(plugin.denylist) if i not in skip]  # type: ignore[attr-defined]
+    """detect-secrets' patterns of one plugin, gated by our keywords. Its patterns check
+    no boundaries, so ours are checked after the match (`bounded=False`)."""
+    patterns = [
+        PluginPattern(*plugin, i, flags)
+        for i, flags in enumerate(_DS_PLUGINS[plugin]) if i not in skip
+    ]
     return [
         Rule(
             name,
@@ -884,33 +950,33 @@ def _ds(
 # the provider's format (GitHub without `_`, Stripe without `rk_test_`, SendGrid's fixed
 # 22-character first segment).
 _DS_RULES: tuple[Rule, ...] = (
-    *_ds("aws-access-key-id", AWSKeyDetector, keywords=("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+    *_ds("aws-access-key-id", _AWS, keywords=("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
          shape="(detect-secrets) AWS key id", skip=(1,)),
     *[
         replace(r, keywords=_cased("aws"), group=1)
-        for r in _ds("aws-secret-access-key", AWSKeyDetector, keywords=(), skip=(0,),
+        for r in _ds("aws-secret-access-key", _AWS, keywords=(), skip=(0,),
                      shape="40 base64 characters quoted near an `aws` … `key` name",
                      examples=('aws_secret_access_key = "' + fake(40, seed="awss") + '"',))
     ],
-    *_ds("azure-storage-key", AzureStorageKeyDetector, keywords=("AccountKey=",),
+    *_ds("azure-storage-key", _AZURE, keywords=("AccountKey=",),
          shape="`AccountKey=` + 88 base64",
          examples=("AccountKey=" + fake(86, seed="azsk") + "==",)),
-    *_ds("gitlab-token", GitLabTokenDetector,
+    *_ds("gitlab-token", _GITLAB,
          keywords=("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-",
                    "glimt-", "glptt-", "glagent-", "gloas-"),
          shape="`glpat-…` and the other GitLab prefixes",
          examples=("gl" + "pat-" + fake(20, _URLSAFE, seed="glpat"),)),
-    *_ds("mailchimp-key", MailchimpDetector, keywords=("-us",), shape="32 + `-us` + 1-2 digits",
+    *_ds("mailchimp-key", _MAILCHIMP, keywords=("-us",), shape="32 + `-us` + 1-2 digits",
          examples=(fake(32, _HEXDIGITS, seed="mc") + "-us12",)),
-    *_ds("pypi-token", PypiTokenDetector, keywords=("pypi-",), shape="`pypi-AgEIcHlwaS5vcmc…`",
+    *_ds("pypi-token", _PYPI, keywords=("pypi-",), shape="`pypi-AgEIcHlwaS5vcmc…`",
          examples=("pypi-" + "AgEIcHlwaS5vcmc" + fake(80, _URLSAFE, seed="pypi"),)),
-    *_ds("slack-token", SlackDetector, keywords=("xox", "hooks.slack.com"),
+    *_ds("slack-token", _SLACK, keywords=("xox", "hooks.slack.com"),
          shape="Slack tokens and webhook URLs",
          examples=("https://hooks.slack.com/services/T" + fake(8, _UPPER, seed="t") + "/B"
                    + fake(8, _UPPER, seed="b") + "/" + fake(24, seed="hook"),)),
-    *_ds("square-oauth-secret", SquareOAuthDetector, keywords=("sq0csp-",), shape="`sq0csp-` + 43",
+    *_ds("square-oauth-secret", _SQUARE, keywords=("sq0csp-",), shape="`sq0csp-` + 43",
          examples=("sq0csp-" + fake(43, _URLSAFE, seed="sq"),)),
-    *_ds("twilio-key", TwilioKeyDetector, keywords=("AC", "SK"), shape="`AC`/`SK` + 32",
+    *_ds("twilio-key", _TWILIO, keywords=("AC", "SK"), shape="`AC`/`SK` + 32",
          examples=("SK" + fake(32, _HEXDIGITS, seed="tw"),)),
 )
 
