@@ -231,6 +231,34 @@ class TestFixtureCost:
             "test_late[1]", "test_late[2]"]
 
 
+    def test_nothing_of_a_test_s_network_guard_is_kept(self, pytester: pytest.Pytester) -> None:
+        """A guarded test's guard (its socket wrappers) is dropped when the test ends: a
+        run of many tests keeps none of them alive."""
+        pytester.makeconftest(
+            """
+            from redactkey.pytest_plugin import _GUARD_KEY
+
+            def pytest_sessionfinish(session):
+                kept = [item.nodeid for item in session.items if _GUARD_KEY in item.stash]
+                with open("kept.txt", "w") as out:
+                    out.write(repr(kept))
+            """
+        )
+        pytester.makepyfile(
+            """
+            import socket
+            import pytest
+            from redactkey.pytest_plugin import NetworkRefusedError
+
+            @pytest.mark.parametrize("n", [1, 2])
+            def test_guarded(model_fixtures, n):
+                with pytest.raises(NetworkRefusedError):
+                    socket.create_connection(("192.0.2.1", 9), timeout=0.1)
+            """
+        )
+        run(pytester, "--redactkey-mode=replay").assert_outcomes(passed=2)
+        assert (pytester.path / "kept.txt").read_text() == "[]"
+
     def test_the_environment_is_compared_as_it_is(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:

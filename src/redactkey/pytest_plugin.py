@@ -1093,6 +1093,8 @@ class _SessionState:
             with guard.active():
                 return (yield)
         finally:
+            if guard is not None:
+                del item.stash[_GUARD_KEY]  # the test's last phase: nothing of it is kept
             # The test's fixtures are torn down: what it replayed or recorded joins the run.
             pieces = item.stash.get(_PIECES_KEY, None)
             if pieces is not None:
