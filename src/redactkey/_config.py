@@ -78,8 +78,11 @@ def _kebab(name: str) -> str:
 
 
 class _Model(BaseModel):
+    # Each model's validator is built the first time it validates: a run reads one
+    # configuration (or none), and building them all costs an import more than that.
     model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=_kebab, populate_by_name=True
+        extra="forbid", frozen=True, alias_generator=_kebab, populate_by_name=True,
+        defer_build=True,
     )
 
 
