@@ -142,6 +142,37 @@ class TestDetectSecretsPlugins:
         assert found[0] != found[1]
         assert "slack.SlackDetector.denylist[0]" in repr(found[0])
 
+    def test_plugins_load_one_thread_at_a_time(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A load saves the host's logging state, imports, and puts the state back; two
+        loads at once could each save what the other's import changed."""
+        import threading
+        import time
+        import types
+
+        inside = [0, 0]  # (now, most)
+
+        def slow_import(name: str) -> Any:
+            inside[0] += 1
+            inside[1] = max(inside)
+            time.sleep(0.02)
+            inside[0] -= 1
+            return types.SimpleNamespace(Plugin=type("Plugin", (), {}))
+
+        monkeypatch.setattr(_detectors, "importlib", types.SimpleNamespace(
+            import_module=slow_import))
+        start = threading.Barrier(4)
+
+        def load() -> None:
+            start.wait()
+            _detectors._plugin_class("module", "Plugin")
+
+        threads = [threading.Thread(target=load) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert inside == [0, 1]
+
     @pytest.mark.parametrize("options", [{}, {"labelled": True}])
     def test_the_default_placeholders_do_not_look_like_secrets(
         self, options: dict[str, Any]

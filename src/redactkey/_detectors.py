@@ -28,6 +28,7 @@ import math
 import re
 import string
 import sys
+import threading
 import time
 import warnings
 import zlib
@@ -61,10 +62,14 @@ def _plugin_class(module: str, name: str) -> type:
     """A detect-secrets plugin class, imported on first use. detect-secrets sets up logging
     when its modules load (`logging.captureWarnings(True)` and a stderr handler on its
     logger), which would swallow the host program's warnings; loading it must leave the
-    host's logging and warnings as they were."""
-    with _host_state_kept():
+    host's logging and warnings as they were. (One thread at a time: a second thread
+    saving the state while the first loads would save detect-secrets' changes.)"""
+    with _PLUGIN_LOAD, _host_state_kept():
         plugin: type = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
     return plugin
+
+
+_PLUGIN_LOAD = threading.Lock()
 
 
 __all__ = [
