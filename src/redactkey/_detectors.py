@@ -893,8 +893,7 @@ _NEAR_MISS_RULES: tuple[Rule, ...] = (
 )
 
 
-# The detect-secrets plugins used, as (module, class) -> the flags of each pattern of its
-# `denylist`, in order (tests/test_detectors.py checks them against the plugin's own).
+# The detect-secrets plugins used, as (module, class).
 _AWS: Final = ("aws", "AWSKeyDetector")
 _AZURE: Final = ("azure_storage_key", "AzureStorageKeyDetector")
 _GITLAB: Final = ("gitlab_token", "GitLabTokenDetector")
@@ -904,6 +903,8 @@ _SLACK: Final = ("slack", "SlackDetector")
 _SQUARE: Final = ("square_oauth", "SquareOAuthDetector")
 _TWILIO: Final = ("twilio", "TwilioKeyDetector")
 _UNICODE, _FOLDED, _VERBOSE = re.UNICODE, re.UNICODE | re.IGNORECASE, re.VERBOSE
+# Each plugin -> the flags of each pattern of its `denylist`, in order (tests/
+# test_detectors.py checks them against the plugin's own).
 _DS_PLUGINS: Final[dict[tuple[str, str], tuple[int, ...]]] = {
     _AWS: (_UNICODE, _FOLDED),
     _AZURE: (_UNICODE,),

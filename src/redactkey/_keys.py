@@ -511,18 +511,11 @@ def _as_is(value: Any, pointer: str = "") -> Any:
 
 
 def _project_fields(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_json) -> JSONValue:
-    if plain is _as_is and type(request) is dict:  # a redacted copy: the loop below, inline
-        ignore, fields = spec.ignore, spec.fields
-        return {
-            name: item for name, item in request.items()
-            if isinstance(name, str) and name not in ignore
-            and (fields is None or name in fields)
-            and item is not None and type(item).__name__ not in _OMITTED_TYPES
-        }
-    request = _as_mapping(request)
-    if not isinstance(request, Mapping):
-        # A bare prompt or a tool's positional payload: all of it counts.
-        return plain(request)
+    if type(request) is not dict:  # (a plain dict, the common request, is a mapping as is)
+        request = _as_mapping(request)
+        if not isinstance(request, Mapping):
+            # A bare prompt or a tool's positional payload: all of it counts.
+            return plain(request)
     out: dict[str, JSONValue] = {}
     for name, item in request.items():
         if not isinstance(name, str) or not spec.counts(name) or _is_omitted(item):
