@@ -19,6 +19,7 @@ from redactkey._format import (
     fixture_json_schema,
     parse_cassette,
     parse_fixture,
+    parse_replayed,
 )
 
 KEY = "0123456789abcdef" * 4
@@ -244,6 +245,74 @@ _FLOATLESS = st.recursive(
 def _by_json(doc: Any) -> bytes:
     text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     return (text + "\n").encode("utf-8")
+
+
+class TestReplayedRead:
+    """Replay reads a file of the writer's own layout without its request; anything else
+    is read whole, as `parse_fixture` reads it."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(answer=_FLOATLESS, request=_FLOATLESS, chunks=st.booleans())
+    def test_outcome_as_the_whole_read_gives_it(self, answer: Any, request: Any,
+                                                chunks: bool) -> None:
+        """Whatever the request and the outcome hold (a member named "request" or
+        "version" inside either included), the lean read gives the outcome, key and kind
+        the whole read gives, and no request."""
+        outcome = {"chunks": [answer, {"request": answer, "version": 1}]} if chunks else {
+            "answer": {"request": request, "x": answer}}
+        data = Fixture.model_validate(_doc(**outcome) | {"request": request}).dumps()
+        whole = parse_fixture("f.json", data, kind="text", key=KEY)
+        lean = parse_replayed("f.json", data, kind="text", key=KEY)
+        assert (lean.kind, lean.key, lean.outcome) == (whole.kind, whole.key, whole.outcome)
+        assert (lean.answer, lean.chunks) == (whole.answer, whole.chunks)
+        if lean.request is not None:  # read whole after all (a long digit run, say)
+            assert lean == whole
+
+    def test_the_request_is_not_read(self) -> None:
+        """A request member that is not even JSON is passed over (replay never reads it)."""
+        data = Fixture.model_validate(_doc(answer={"a": 1})).dumps()
+        broken = data.replace(b'"prompt": "hi"', b'"prompt": hi')
+        with pytest.raises(FixtureFormatError):
+            parse_fixture("f.json", broken)
+        lean = parse_replayed("f.json", broken, kind="text", key=KEY)
+        assert (lean.answer, lean.request, lean.outcome) == ({"a": 1}, None, "answer")
+
+    @pytest.mark.parametrize("data", [
+        json.dumps(_doc(answer={"a": 1})).encode(),  # another layout: one line
+        json.dumps(_doc(answer={"a": 1}), indent=4, sort_keys=True).encode() + b"\n",
+        Fixture.model_validate(_doc(error={"type": "E", "message": "m"})).dumps(),
+    ], ids=["compact", "indent-4", "error"])
+    def test_any_other_file_is_read_whole(self, data: bytes) -> None:
+        """Another layout, or an error outcome, is read and validated whole."""
+        whole = parse_fixture("f.json", data, kind="text", key=KEY)
+        assert parse_replayed("f.json", data, kind="text", key=KEY) == whole
+        assert whole.request == {"prompt": "hi"}
+
+    @pytest.mark.parametrize("doc", [
+        _doc(answer={"a": 1}) | {"kind": "@bad kind"},
+        _doc(answer={"a": 1}, chunks=[]),
+        _doc(answer={"a": 1}) | {"extra": 1},
+        _doc(answer={"a": 1}) | {"version": 2},
+    ], ids=["bad-kind", "two-outcomes", "unknown-member", "version-2"])
+    def test_a_bad_file_is_refused_as_the_whole_read_refuses_it(
+        self, doc: dict[str, Any]
+    ) -> None:
+        """What the lean read cannot vouch for takes the validating path and its error."""
+        data = dump_document(doc)
+        with pytest.raises(FixtureFormatError) as whole:
+            parse_fixture("f.json", data, kind="text", key=KEY)
+        with pytest.raises(FixtureFormatError) as lean:
+            parse_replayed("f.json", data, kind="text", key=KEY)
+        assert str(lean.value) == str(whole.value)
+        assert lean.value.pointer == whole.value.pointer
+
+    def test_a_file_of_another_key_is_read_whole(self) -> None:
+        """A file holding another call than its name says is read whole (the store then
+        names the mismatch)."""
+        data = Fixture.model_validate(_doc(answer={"a": 1})).dumps()
+        other = "f" * 64
+        assert parse_replayed("f.json", data, kind="text", key=other).request == {
+            "prompt": "hi"}
 
 
 class TestDumpDocument:

@@ -14,6 +14,7 @@ import pytest
 
 from redactkey import (
     FixtureDir,
+    FixtureFormatError,
     FixtureTransport,
     MissingFixtureError,
     ModelFixtures,
@@ -99,3 +100,34 @@ class TestTransport:
                     "a": 1
                 }
                 assert store.gets == round_
+
+
+class TestRecordedOutcome:
+    """`ModelFixtures.recorded_outcome` names the outcome from the read the next call
+    replays; the file's request is not read for it (replay never needs it)."""
+
+    def test_outcome_then_call_read_once(self, store: CountingStore) -> None:
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
+        assert fixtures.recorded_outcome("chat", REQUEST) == "answer"
+        assert fixtures.call("chat", REQUEST, None) == {"text": "recorded"}
+        assert store.gets == 1
+
+    def test_nothing_recorded_is_none(self, tmp_path: Path) -> None:
+        fixtures = ModelFixtures(FixtureDir(tmp_path / "empty"), mode="replay",
+                                 redactor=Redactor())
+        assert fixtures.recorded_outcome("chat", REQUEST) is None
+
+    def test_a_directory_store_is_replayed_without_parsing_the_request(
+        self, tmp_path: Path
+    ) -> None:
+        """The stored request may even be unreadable: replay reads the outcome only,
+        while `recorded` (which hands the fixture to its caller) reads the file whole."""
+        ModelFixtures(FixtureDir(tmp_path), mode="record", redactor=Redactor()).call(
+            "chat", REQUEST, lambda: {"text": "recorded"})
+        (path,) = tmp_path.iterdir()
+        path.write_bytes(path.read_bytes().replace(b'"one read"', b'one read'))
+        fixtures = ModelFixtures(FixtureDir(tmp_path), mode="replay", redactor=Redactor())
+        assert fixtures.recorded_outcome("chat", REQUEST) == "answer"
+        assert fixtures.call("chat", REQUEST, None) == {"text": "recorded"}
+        with pytest.raises(FixtureFormatError):
+            fixtures.recorded("chat", REQUEST)

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from redactkey import CassetteStore, Fixture, FixtureDir, FixtureFormatError, UsageError
-from redactkey._store import FixtureStore, kind_for_file_name
+from redactkey._store import FixtureStore, kind_for_file_name, replay_reader
 
 
 def _key(n: int | str) -> str:
@@ -354,3 +354,55 @@ class TestCassetteStore:
         procs = [_run_python(code, str(path), str(w)) for w in range(4)]
         assert [p.wait(timeout=120) for p in procs] == [0] * 4
         assert len(list(CassetteStore(path).iter_fixtures())) == 60
+
+
+class TestReplayReader:
+    """Replay reads a `FixtureDir` by `get_replayed`; a store that changes `get` (a
+    subclass, a wrapper) keeps having its `get` called."""
+
+    def test_fixture_dir_replays_without_its_request(self, tmp_path: Path) -> None:
+        store = FixtureDir(tmp_path)
+        store.put(_fixture(1))
+        lean = replay_reader(store)(_fixture(1).kind, _key(1))
+        assert lean is not None
+        assert (lean.answer, lean.request) == ({"n": "1"}, None)
+        assert store.get("text", _key(1)) == _fixture(1)  # `get` still reads it whole
+        assert replay_reader(store)("text", _key(2)) is None
+
+    def test_a_file_of_another_call_is_named(self, tmp_path: Path) -> None:
+        store = FixtureDir(tmp_path)
+        path = store.put(_fixture(1))
+        path.rename(store.path_for("text", _key(2)))
+        with pytest.raises(FixtureFormatError, match="the file name says kind"):
+            store.get_replayed("text", _key(2))
+
+    def test_a_subclass_that_changes_get_is_read_by_get(self, tmp_path: Path) -> None:
+        class Answering(FixtureDir):
+            def get(self, kind: str, key: str) -> Fixture | None:
+                return _fixture("mine")
+
+        class Plain(FixtureDir):
+            pass
+
+        assert replay_reader(Answering(tmp_path))("text", _key(1)) == _fixture("mine")
+        plain = Plain(tmp_path)
+        assert replay_reader(plain) == plain.get_replayed
+
+    def test_a_wrapper_that_forwards_the_rest_is_read_by_get(self, tmp_path: Path) -> None:
+        inner = FixtureDir(tmp_path)
+        inner.put(_fixture(1))
+
+        class Counting:
+            def __init__(self) -> None:
+                self.gets = 0
+
+            def __getattr__(self, name: str) -> object:
+                return getattr(inner, name)
+
+            def get(self, kind: str, key: str) -> Fixture | None:
+                self.gets += 1
+                return inner.get(kind, key)
+
+        wrapper = Counting()
+        assert replay_reader(wrapper)("text", _key(1)) == _fixture(1)
+        assert wrapper.gets == 1

@@ -35,6 +35,7 @@ from redactkey import (
     FixtureTransport,
     MissingFixtureError,
     UsageError,
+    _store,
 )
 from sdk_scenarios import FLAVOURS, redactor_for, run
 
@@ -332,13 +333,13 @@ class TestTransportOptions:
         with httpx2.Client(transport=record) as client:
             client.post("https://api.example.test/v1/x", json={"q": 1})
         reads: list[str] = []
-        get = FixtureDir.get
+        read = _store._read_bytes
 
-        def counted(self: FixtureDir, kind: str, key: str) -> Any:
-            reads.append(key)
-            return get(self, kind, key)
+        def counted(path: str) -> Any:
+            reads.append(path)
+            return read(path)
 
-        monkeypatch.setattr(FixtureDir, "get", counted)
+        monkeypatch.setattr(_store, "_read_bytes", counted)
         replay = FixtureTransport(FixtureDir(tmp_path), mode="replay")
         with httpx2.Client(transport=replay) as client:
             assert client.post("https://api.example.test/v1/x", json={"q": 1}).json() == {"ok": 1}

@@ -459,9 +459,9 @@ class HttpFixtures:
         if refuses_stream(document):
             return False
         if self.mode in ("replay", "auto"):
-            fixture = self.fixtures.recorded(KIND, document)
-            if fixture is not None:
-                return fixture.outcome == "chunks"
+            outcome = self.fixtures.recorded_outcome(KIND, document)
+            if outcome is not None:
+                return outcome == "chunks"
             if self.mode == "replay":
                 return False  # a miss either way; `call` raises it
         return None

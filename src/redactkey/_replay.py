@@ -72,7 +72,7 @@ from ._keys import (
 )
 from ._redact import Redactor, shown_pointer
 from ._secrets import RunSecrets
-from ._store import FixtureStore, check_kind
+from ._store import FixtureStore, check_kind, replay_reader
 from ._verify import Difference, VerifyRules, compare_answers, compare_streams
 
 __all__ = [
@@ -554,6 +554,22 @@ class ModelFixtures:
         self._remember(kind, request, spec, call)
         return call.fixture
 
+    def recorded_outcome(
+        self, kind: str, request: Any, *, spec: KeySpec | None = None
+    ) -> str | None:
+        """Which outcome is recorded for `request` ('answer', 'chunks' or 'error'), or
+        None when nothing is. Like `recorded`, the very next `call` / `stream` of this
+        same request object in this thread reuses the key and what was read; the file is
+        read only as far as replaying its outcome needs."""
+        call = self._key(kind, request, spec)
+        call.fixture = self._replayed(call)
+        self._remember(kind, request, spec, call)
+        return None if call.fixture is None else call.fixture.outcome
+
+    def _replayed(self, call: _Call) -> Fixture | None:
+        """The stored fixture of `call` as replaying its outcome needs it."""
+        return replay_reader(self.store)(call.kind, call.key)
+
     def _warn_volatile(self, call: _Call) -> None:
         for found in find_volatile(call.material):
             warn_at_caller(VolatileValueWarning(call.kind, found.pointer, found.reason))
@@ -594,7 +610,7 @@ class ModelFixtures:
         if self.mode == "replay" or self.mode == "auto":
             fixture = call.fixture
             if fixture is _UNREAD:
-                fixture = self.store.get(call.kind, call.key)
+                fixture = self._replayed(call)
             if fixture is not None:
                 if self.max_age is not None and not self._fresh(call, can_rerecord):
                     return None

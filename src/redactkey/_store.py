@@ -21,7 +21,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -37,6 +37,7 @@ from ._format import (
     is_valid_name,
     parse_cassette,
     parse_fixture,
+    parse_replayed,
 )
 
 __all__ = [
@@ -205,6 +206,30 @@ def atomic_write(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
+def _lean_read(store_type: type) -> bool:
+    """Whether a store class's `get_replayed` stands for its `get`: the same class defines
+    both, so a subclass or wrapper that changes `get` keeps having it called."""
+    owners = [next((c for c in store_type.__mro__ if name in vars(c)), None)
+              for name in ("get", "get_replayed")]
+    return owners[0] is not None and owners[0] is owners[1]
+
+
+_LEAN_READS: dict[type, bool] = {}
+
+
+def replay_reader(store: Any) -> Callable[[str, str], Fixture | None]:
+    """What replay reads a stored call with: the store's `get_replayed` where its class
+    defines it beside its own `get` (`FixtureDir`), else its `get`."""
+    store_type = type(store)
+    lean = _LEAN_READS.get(store_type)
+    if lean is None:
+        lean = _lean_read(store_type)
+        if len(_LEAN_READS) < 64:
+            _LEAN_READS[store_type] = lean
+    reader: Callable[[str, str], Fixture | None] = store.get_replayed if lean else store.get
+    return reader
+
+
 class FixtureDir:
     """The directory store: one canonical JSON file per call, O(1) lookup by file name."""
 
@@ -239,13 +264,22 @@ class FixtureDir:
 
     def get(self, kind: str, key: str) -> Fixture | None:
         """The recorded call, None when no file exists; a bad file raises FixtureFormatError."""
+        return self._read(kind, key, parse_fixture)
+
+    def get_replayed(self, kind: str, key: str) -> Fixture | None:
+        """`get` as replay needs it: the outcome, with the request left unread (None) where
+        the file is in the writer's own layout (`parse_replayed`). Only for replaying the
+        outcome; `get` reads the file whole."""
+        return self._read(kind, key, parse_replayed)
+
+    def _read(self, kind: str, key: str, parse: Callable[..., Fixture]) -> Fixture | None:
         # A plain string, not a Path: building a Path per lookup interns its name in the
         # interpreter's string table, which then grows and is rehashed as replays go on.
         path = self._prefix + self.file_name(kind, key)
         data = _read_bytes(path)
         if data is None:
             return None
-        fixture = parse_fixture(path, data, kind=kind, key=key)
+        fixture = parse(path, data, kind=kind, key=key)
         if fixture.kind != kind or fixture.key != key:
             raise FixtureFormatError(
                 path,

@@ -50,7 +50,7 @@ from ._replay import (
     parse_mode,
 )
 from ._secrets import RunSecrets
-from ._store import CassetteStore, FixtureDir
+from ._store import CassetteStore, FixtureDir, replay_reader
 
 if TYPE_CHECKING:
     from ._answers import AnswerNormalizer
@@ -584,9 +584,17 @@ class TrackedStore:
 
     def get(self, kind: str, key: str) -> Fixture | None:
         fixture = self.inner.get(kind, key)
+        self._track(kind, key, fixture)
+        return fixture
+
+    def _track(self, kind: str, key: str, fixture: Fixture | None) -> None:
         with self._lock:
             if self.calls.get((kind, key)) != "recorded":
                 self.calls[(kind, key)] = "missing" if fixture is None else "replayed"
+
+    def get_replayed(self, kind: str, key: str) -> Fixture | None:
+        fixture = replay_reader(self.inner)(kind, key)
+        self._track(kind, key, fixture)
         return fixture
 
     def put(self, fixture: Fixture) -> Path:
