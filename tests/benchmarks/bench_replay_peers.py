@@ -11,7 +11,9 @@ Needs the `bench` extra (`pip install -e '.[test,bench]'`: cassetter).
    (Rust core; matches on method, URI and body) and vcrpy (matches on method, URI and
    body). Then the server stops: replay reaches no network.
 2. Replay, best of `--rounds` rounds, each round with a fresh client and a fresh
-   transport / cassette context (nothing cached across rounds carries a tool):
+   transport / cassette context (nothing cached across rounds carries a tool); within a
+   round the tools take turns, in an order that rotates from round to round, so that a
+   burst of load on a shared machine falls on all of them alike:
    - canned: the SDK over `httpx2.MockTransport` returning prebuilt answers (the floor:
      what the SDK costs with no recorder at all);
    - cassetter, vcrpy, redactkey.
@@ -217,15 +219,21 @@ class Tools:
             _run(_client(self.base_url), calls)
 
 
-def _best(fn: Callable[[list[Call]], None], calls: list[Call], rounds: int) -> float:
-    """Best time per call of `rounds` rounds, in microseconds."""
-    best = float("inf")
-    for _ in range(rounds):
-        gc.collect()
-        started = time.perf_counter()
-        fn(calls)
-        best = min(best, time.perf_counter() - started)
-    return best / len(calls) * 1e6
+def _best(
+    tools: dict[str, Callable[[list[Call]], None]], calls: list[Call], rounds: int
+) -> dict[str, float]:
+    """Each tool's best time per call of `rounds` rounds, in microseconds. The tools take
+    turns within each round (in an order that rotates from round to round), so a burst of
+    load on a shared machine falls on all of them alike rather than on one tool's rounds."""
+    best = dict.fromkeys(tools, float("inf"))
+    names = list(tools)
+    for turn in range(rounds):
+        for name in names[turn % len(names):] + names[: turn % len(names)]:
+            gc.collect()
+            started = time.perf_counter()
+            tools[name](calls)
+            best[name] = min(best[name], time.perf_counter() - started)
+    return {name: seconds / len(calls) * 1e6 for name, seconds in best.items()}
 
 
 def _verdict(ok: bool) -> str:
@@ -298,12 +306,8 @@ def main() -> int:
             return 0 if _memory(tools, calls, args.memory) else 1
         print(f"{args.calls} openai SDK calls (half streamed, {EVENTS} events; 2 KB prompts), "
               f"best of {args.rounds}, us per call:")
-        times = {
-            "canned": _best(tools.canned, calls, args.rounds),
-            "cassetter": _best(tools.cassetter_replay, calls, args.rounds),
-            "vcrpy": _best(tools.vcrpy, calls, args.rounds),
-            "redactkey": _best(tools.redactkey, calls, args.rounds),
-        }
+        times = _best({"canned": tools.canned, "cassetter": tools.cassetter_replay,
+                       "vcrpy": tools.vcrpy, "redactkey": tools.redactkey}, calls, args.rounds)
         for name, micros in times.items():
             print(f"  {name:<10} {micros:9.0f} us/call")
         ours = times["redactkey"]
@@ -319,9 +323,9 @@ def main() -> int:
 
         print(f"\nprompt-size sweep ({args.sweep_calls} non-streamed calls per size, best of "
               f"{args.rounds}): added cost of redactkey replay over canned")
+        pair = {"canned": tools.canned, "redactkey": tools.redactkey}
         for kb, kb_calls in sweep.items():
-            canned = _best(tools.canned, kb_calls, args.rounds)
-            replay = _best(tools.redactkey, kb_calls, args.rounds)
+            canned, replay = _best(pair, kb_calls, args.rounds).values()
             added = (replay - canned) / 1000
             target = SWEEP_TARGET_MS.get(kb)
             line = (f"  {kb:>4} KB: canned {canned:8.0f} us, redactkey {replay:8.0f} us, "
@@ -331,8 +335,7 @@ def main() -> int:
                 failed |= not ok
                 line += f"  target <= +{target:.2f} ms  {_verdict(ok)}"
             print(line)
-        canned = _best(tools.canned, prose, args.rounds)
-        replay = _best(tools.redactkey, prose, args.rounds)
+        canned, replay = _best(pair, prose, args.rounds).values()
         print(f"   256 KB prose: canned {canned:8.0f} us, redactkey {replay:8.0f} us, "
               f"added {(replay - canned) / 1000:+.3f} ms")
 
