@@ -183,6 +183,27 @@ class TestLearn:
         assert redactor.learn({"headers": {"authorization": value}}) == 0
         assert "slots=0" in repr(redactor)
 
+    def test_a_stand_in_key_is_judged_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A client sends its stand-in key on every call: it is judged on the first and
+        passed over after; a real key sent later is still learned."""
+        import redactkey._redact as redact_module
+
+        judged: list[str] = []
+        looks_redacted = redact_module.looks_redacted
+
+        def counted(value: str, is_placeholder: Any) -> bool:
+            judged.append(value)
+            return looks_redacted(value, is_placeholder)
+
+        monkeypatch.setattr(redact_module, "looks_redacted", counted)
+        redactor = Redactor()
+        stand_in = {"headers": {"authorization": "Bearer sk-test-xxxxxxxxxxxxxxxxxxxx"}}
+        assert [redactor.learn(stand_in) for _ in range(3)] == [0, 0, 0]
+        assert len(judged) == 1
+        real = _key()
+        assert redactor.learn({"headers": {"authorization": f"Bearer {real}"}}) == 1
+        assert real not in redactor.redact_text(f"echo {real}")
+
     def test_known_secret_preview_is_redacted(self) -> None:
         """First or last 8+ characters next to an ellipsis or a mask are taken out."""
         secret = "sk-" + _key()

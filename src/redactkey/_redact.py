@@ -338,6 +338,9 @@ _Searched = tuple["_Known", list[tuple[int, int, int]]]
 """A text's search: the literals searched and their hits in it."""
 
 
+_PASSED_OVER_MAX = 256  # stand-in credentials a redactor remembers passing over
+
+
 class _Known:
     """What the redactor searches for one generation of the run secrets, in one pass: the
     detectors' keywords, then every variant of every secret, then the mask marks, then
@@ -543,6 +546,9 @@ class Redactor:
         )
         self._lock = threading.Lock()
         self._known: _Known | None = None
+        # (slot, value) pairs `learn` passed over (short, or redacted-looking): a client
+        # sends the same stand-in key on every call, judged once.
+        self._passed_over: set[tuple[str, str]] = set()
         self._gate_names = frozenset(self._sensitive | self._sensitive_query)
         # The default placeholders pass with the default rules and names (the test suite
         # checks it); reading them anyway would load detect-secrets for a rule that one of
@@ -662,14 +668,17 @@ class Redactor:
                     self._secrets = RunSecrets({})
                 secrets = self._secrets
         before = secrets.version
+        passed_over = self._passed_over
         for name, value in found:
             slot = f"learned:{_norm(name)}"
             for credential in _credential_values(value):
-                if secrets.holds(slot, credential):
-                    continue  # learned before (every call of a client sends its key)
+                if (slot, credential) in passed_over or secrets.holds(slot, credential):
+                    continue  # judged before (every call of a client sends its key)
                 if len(credential) < secrets.min_length or looks_redacted(
                     credential, self.is_placeholder
                 ) or self._redacted(credential):
+                    if len(passed_over) < _PASSED_OVER_MAX:
+                        passed_over.add((slot, credential))
                     continue
                 secrets.learn(slot, credential)
         return secrets.version - before
