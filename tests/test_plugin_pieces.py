@@ -259,6 +259,42 @@ class TestFixtureCost:
         run(pytester, "--redactkey-mode=replay").assert_outcomes(passed=2)
         assert (pytester.path / "kept.txt").read_text() == "[]"
 
+    def test_a_guard_is_freed_without_the_collector(self, pytester: pytest.Pytester) -> None:
+        """A test's guard and its socket wrappers hold no reference cycle: they are freed
+        as the test ends, with the cyclic garbage collector off."""
+        pytester.makeconftest(
+            """
+            import gc, weakref
+            import pytest
+            from redactkey.pytest_plugin import _GUARD_KEY
+
+            refs = []
+
+            def pytest_configure(config):
+                gc.disable()
+
+            @pytest.hookimpl(trylast=True)
+            def pytest_runtest_call(item):
+                refs.append(weakref.ref(item.stash[_GUARD_KEY]))
+
+            def pytest_sessionfinish(session):
+                with open("alive.txt", "w") as out:
+                    out.write(repr([ref() is not None for ref in refs]))
+                gc.enable()
+            """
+        )
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.parametrize("n", [1, 2, 3])
+            def test_guarded(model_fixtures, n):
+                pass
+            """
+        )
+        run(pytester, "--redactkey-mode=replay").assert_outcomes(passed=3)
+        assert (pytester.path / "alive.txt").read_text() == "[False, False, False]"
+
     def test_the_environment_is_compared_as_it_is(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -521,6 +521,11 @@ class _NetworkGuard:
         """The guard as a context manager: `socket` is patched inside, restored after."""
         return self
 
+    def release(self) -> None:
+        """Drop the wrappers once the test is over: they refer to the guard, which refers
+        to them, a cycle only the garbage collector would free (once per test)."""
+        self._patched = self._wrapped = None
+
     def __enter__(self) -> None:
         # asyncio's selector loop (create_connection, sock_connect) ends in sock.connect,
         # and ssl.SSLSocket subclasses socket.socket, so these two cover every path
@@ -1103,6 +1108,7 @@ class _SessionState:
         finally:
             if guard is not None:
                 del item.stash[_GUARD_KEY]  # the test's last phase: nothing of it is kept
+                guard.release()
             # The test's fixtures are torn down: what it replayed or recorded joins the run.
             pieces = item.stash.get(_PIECES_KEY, None)
             if pieces is not None:
