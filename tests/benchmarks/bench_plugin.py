@@ -15,9 +15,9 @@
    the redactor, the run report) and what each test pays, from runs of the first test
    alone (the module is still collected whole).
 5. Prints the time each full run spent in the cyclic garbage collector (a probe plugin
-   times every collection): redactkey's modules make the heap larger, so each full
-   collection pytest's run triggers takes longer; that share of the added time is the
-   collector's, not redactkey's code.
+   times every collection) and the collector's share of the added time: a larger heap
+   makes each full collection slower, and garbage held in reference cycles makes them
+   come more often (docs/decisions/0175: a test leaves none).
 
 Every process loads bytecode compiled once into the temporary directory, as an installed
 package does (`PYTHONPYCACHEPREFIX`), so a process does not compile redactkey's sources
