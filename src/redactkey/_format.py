@@ -342,12 +342,7 @@ def _parsed_fixture(
     to the valid ones the caller expects need no second check); an error outcome, or
     anything unusual, goes through pydantic, which names the problem.
     """
-    if long_digit_run(data):
-        return None
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
+    doc = _trusted_json(data)
     if type(doc) is not dict or len(doc) != 5:
         return None
     version, found_key, found_kind = doc.get("version"), doc.get("key"), doc.get("kind")
@@ -364,6 +359,23 @@ def _parsed_fixture(
         or "request" not in doc
     ):
         return None
+    return _with_trusted_outcome(doc)
+
+
+def _trusted_json(data: bytes) -> Any:
+    """`data` as orjson reads it, where that is what `json` reads (no digit run orjson
+    would read as a float); None otherwise."""
+    if long_digit_run(data):
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _with_trusted_outcome(doc: dict[str, Any]) -> Fixture | None:
+    """The fixture of `doc`, all of whose other members are checked, when its outcome is
+    an answer or chunks (a list); None for anything else."""
     for outcome in _TRUSTED_OUTCOMES:
         if outcome in doc:
             if outcome == "chunks" and type(doc[outcome]) is not list:
@@ -389,23 +401,12 @@ def _replayed_fixture(data: bytes, kind: str, key: str) -> Fixture | None:
     at = data.find(_REQUEST_MEMBER)
     if at <= 0 or data[at - 1] != 44:  # 44: the comma that ends the member before it
         return None
-    head = data[: at - 1] + b"\n}"
-    if long_digit_run(head):
+    doc = _trusted_json(data[: at - 1] + b"\n}")
+    if type(doc) is not dict or len(doc) != 3:
         return None
-    try:
-        doc = orjson.loads(head)
-    except orjson.JSONDecodeError:
+    if doc.get("key") != key or doc.get("kind") != kind:
         return None
-    if type(doc) is not dict or len(doc) != 3 or doc.get("key") != key or doc.get(
-        "kind"
-    ) != kind:
-        return None
-    for outcome in _TRUSTED_OUTCOMES:
-        if outcome in doc:
-            if outcome == "chunks" and type(doc[outcome]) is not list:
-                return None
-            return _constructed({**doc, "request": None, "version": FORMAT_VERSION})
-    return None
+    return _with_trusted_outcome({**doc, "request": None, "version": FORMAT_VERSION})
 
 
 def _construct_directly(doc: dict[str, Any]) -> Fixture:
