@@ -60,7 +60,12 @@ _TOOL_FILE = re.compile(rf"(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")
 
 @runtime_checkable
 class FixtureStore(Protocol):
-    """What the record and replay layers need from a store."""
+    """What the record and replay layers need from a store.
+
+    A store class may also define `get_replayed(kind, key)` beside its own `get`: the
+    fixture with only what replaying its outcome needs (`FixtureDir` leaves the request
+    unread). Replay then reads by it (`replay_reader`); other readers use `get`.
+    """
 
     @property
     def location(self) -> str:
