@@ -9,6 +9,8 @@ fixture directory's store.
 from __future__ import annotations
 
 import json
+import os
+import textwrap
 from typing import Any
 
 import pytest
@@ -393,3 +395,75 @@ class TestStores:
         run(pytester).assert_outcomes(passed=1)
         doc = report(pytester)
         assert sorted(e["kind"] for e in doc["recorded"]) == ["text", "tool:search"]
+
+
+class TestCollection:
+    """pytest does not visit fixture files one by one: they hold no tests (decision 0176)."""
+
+    PROBE = """
+        import json, os
+
+        seen = []
+
+        def pytest_collect_file(file_path):
+            seen.append(os.path.relpath(file_path, os.path.dirname(__file__)))
+
+        def pytest_sessionfinish(session):
+            with open(os.path.join(os.path.dirname(__file__), "seen.json"), "w") as f:
+                json.dump(sorted(seen), f)
+        """
+
+    TESTS = """
+        import pytest
+
+        @pytest.mark.parametrize("n", range(3))
+        def test_call(model_fixtures, n):
+            assert model_fixtures.call("text", {"n": n}, lambda: {"text": "t"}) == {"text": "t"}
+        """
+
+    def _seen(self, pytester: pytest.Pytester, *args: str, passed: int) -> list[str]:
+        run(pytester, *args).assert_outcomes(passed=passed)
+        seen: list[str] = json.loads((pytester.path / "seen.json").read_text("utf-8"))
+        return [name for name in seen if name not in (".redactkey-report.json", "seen.json")]
+
+    def test_a_directory_of_fixtures_is_passed_over(self, pytester: pytest.Pytester) -> None:
+        pytester.makeconftest(self.PROBE)
+        pytester.makepyfile(test_calls=self.TESTS)
+        self._seen(pytester, "--redactkey-mode=record", passed=3)
+        fixtures = sorted((pytester.path / "fixtures" / "test_calls").iterdir())
+        assert len(fixtures) == 3  # the calls were recorded where the next run collects
+        seen = self._seen(pytester, "--redactkey-mode=replay", passed=3)
+        assert seen == ["conftest.py", "test_calls.py"]
+        # With the plugin disabled pytest visits every file, fixtures included.
+        (pytester.path / "conftest.py").write_text(
+            textwrap.dedent(self.PROBE)
+            + "\n\nimport pytest\n\n@pytest.fixture\ndef model_fixtures():\n"
+            "    class Live:\n        def call(self, kind, request, live):\n"
+            "            return live()\n    return Live()\n",
+            "utf-8",
+        )
+        seen = self._seen(pytester, "-p", "no:redactkey", passed=3)
+        assert [name for name in seen if name.endswith(".json")] == [
+            os.path.join("fixtures", "test_calls", f.name) for f in fixtures
+        ]
+
+    def test_tests_and_other_files_beside_fixtures_are_still_collected(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        pytester.makeconftest(self.PROBE)
+        pytester.makepyfile(test_calls=self.TESTS)
+        self._seen(pytester, "--redactkey-mode=record", passed=3)
+        recorded = pytester.path / "fixtures" / "test_calls"
+        (recorded / "test_inside.py").write_text("def test_inside():\n    pass\n", "utf-8")
+        data = pytester.path / "fixtures" / "other"
+        data.mkdir()
+        fixture = next(recorded.glob("@model.*.json"))
+        (data / fixture.name).write_bytes(fixture.read_bytes())
+        (data / "notes.json").write_text("{}", "utf-8")
+        seen = self._seen(pytester, "--redactkey-mode=replay", passed=4)
+        assert seen == sorted([
+            "conftest.py",
+            "test_calls.py",
+            os.path.join("fixtures", "other", "notes.json"),
+            os.path.join("fixtures", "test_calls", "test_inside.py"),
+        ])

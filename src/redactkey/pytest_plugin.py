@@ -50,7 +50,7 @@ from ._replay import (
     parse_mode,
 )
 from ._secrets import RunSecrets
-from ._store import CassetteStore, FixtureDir, replay_reader
+from ._store import CassetteStore, FixtureDir, kind_for_file_name, replay_reader
 
 if TYPE_CHECKING:
     from ._answers import AnswerNormalizer
@@ -1291,6 +1291,36 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_STATE_KEY] = state
     config.pluginmanager.register(state, "redactkey-session")
     config.pluginmanager.register(state.fixtures, "redactkey-fixtures")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Pass over fixture files, and directories that hold nothing else: no test is in
+    them, and pytest would visit each of thousands of files with a few hook calls
+    (docs/decisions/0176). Any other path is pytest's to judge."""
+    name = collection_path.name
+    if name.endswith(".py"):
+        return None
+    if kind_for_file_name(name) is not None:
+        return True
+    return True if _holds_fixtures_only(collection_path) else None
+
+
+def _holds_fixtures_only(path: Path) -> bool:
+    """Whether `path` is a directory of fixture files and nothing else (no other file, no
+    subdirectory), with at least one."""
+    try:
+        with os.scandir(path) as entries:
+            seen = False
+            for entry in entries:
+                if kind_for_file_name(entry.name) is None or not entry.is_file(
+                    follow_symlinks=False
+                ):
+                    return False
+                seen = True
+            return seen
+    except OSError:  # not a directory (a data file next to the tests), or unreadable
+        return False
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
