@@ -382,9 +382,11 @@ def _settings_for(item: pytest.Item) -> RedactkeySettings:
     state = item.config.stash[_STATE_KEY]
     conf = state.conf
     kwargs = _marker_kwargs(item)
-    where = f"{item.nodeid}: @pytest.mark.{MARKER}"
-    marker_mode = _check_mode(kwargs.get("mode"), f"{where} mode")
-    marker_model_mode = _check_mode(kwargs.get("model_mode"), f"{where} model_mode")
+    marker_mode = marker_model_mode = None
+    if kwargs:  # (the message is built only for a marker that names a mode)
+        where = f"{item.nodeid}: @pytest.mark.{MARKER}"
+        marker_mode = _check_mode(kwargs.get("mode"), f"{where} mode")
+        marker_model_mode = _check_mode(kwargs.get("model_mode"), f"{where} model_mode")
     # The marker is the most specific: it beats the option, which beats the environment.
     mode: Mode = marker_mode or conf.mode or DEFAULT_MODE
     model_mode: Mode = marker_model_mode or marker_mode or conf.model_mode or mode
@@ -437,9 +439,9 @@ def _uses_redactkey(item: pytest.Item) -> bool:
     uses = item.stash.get(_USES_KEY, None)
     if uses is None:  # worked out once per test (at collection, reused in setup)
         names = getattr(item, "fixturenames", ())
-        uses = item.stash[_USES_KEY] = item.get_closest_marker(MARKER) is not None or any(
+        uses = item.stash[_USES_KEY] = any(
             name in REDACTKEY_FIXTURES and _ours(item, name) for name in names
-        )
+        ) or item.get_closest_marker(MARKER) is not None
     return uses
 
 
@@ -840,9 +842,11 @@ class _SessionState:
         return hasattr(self.config, "workerinput")
 
     def _dir_info(self, settings: RedactkeySettings) -> dict[str, Any]:
-        info: dict[str, Any] = self.part["dirs"].setdefault(
-            self._shown_dir(settings), {"tests": [], "ran": [], "deselected": 0, "live": False}
-        )
+        dirs = self.part["dirs"]
+        shown = self._shown_dir(settings)
+        info: dict[str, Any] | None = dirs.get(shown)
+        if info is None:
+            info = dirs[shown] = {"tests": [], "ran": [], "deselected": 0, "live": False}
         return info
 
     def _shown_dir(self, settings: RedactkeySettings) -> str:
