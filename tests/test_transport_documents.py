@@ -177,6 +177,23 @@ class TestRequestDocument:
             "json": {"model": "m"},
         }
 
+    @pytest.mark.parametrize(("pairs", "expected"), [
+        ([("content-type", "a"), ("x-k", "b")], {"content-type": "a", "x-k": "b"}),
+        ([("Content-Type", "a"), ("x-k", "b")], {"content-type": "a", "x-k": "b"}),
+        ([("x-two", "a"), ("x-two", "b")], {"x-two": "a, b"}),
+        ([("x-two", "a"), ("X-Two", "b"), ("x-k", "c")], {"x-two": "a, b", "x-k": "c"}),
+        ([("x-\u0130", "a")], {"x-i\u0307": "a"}),  # lower() of a non-ASCII name
+        ([], {}),
+    ])
+    def test_header_names_are_lowered_and_repeats_joined(
+        self, pairs: list[tuple[str, str]], expected: dict[str, str]
+    ) -> None:
+        """Lower-case names pass as they are; any other name is lowered and a name sent
+        twice, in any case, holds its values joined in the order sent."""
+        document = request_document("GET", "http://h/u", pairs, b"")
+        assert document["headers"] == expected
+        assert list(document["headers"]) == list(expected)
+
     def test_multipart_boundary_is_stable(self) -> None:
         """Two uploads differing only in their random boundary give the same document."""
 

@@ -180,6 +180,11 @@ def _merge_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Header pairs as one map of lower-case names; a name sent twice holds its values
     joined by ", ", in the order sent."""
     pairs = headers if isinstance(headers, list) else list(headers)
+    merged = dict(pairs)
+    if len(merged) == len(pairs):
+        names = "".join(merged)
+        if names.lower() == names:
+            return merged  # lower-case names, none twice (an httpx request's): as they are
     merged = {name.lower(): value for name, value in pairs}
     if len(merged) == len(pairs):
         return merged  # no name twice (the common case): nothing to join

@@ -62,6 +62,14 @@ def _header_pairs(headers: Any) -> list[tuple[str, str]]:
     """`headers.multi_items()` (lower-case names), decoded at once: the library's own
     looks the encoding up again for every name and value. Headers are ASCII but for a
     rare few (then decoded as the library decides: UTF-8, else Latin-1)."""
+    items = getattr(headers, "_list", None)
+    if type(items) is list:
+        # httpx and httpx2 keep (raw name, lower-case name, value) for every header:
+        # the lower-case names are read as they are, without lowering each again.
+        try:
+            return [(lower.decode("ascii"), value.decode("ascii")) for _, lower, value in items]
+        except (UnicodeDecodeError, TypeError, ValueError, AttributeError):
+            pass  # a non-ASCII header, or another layout: as the library's own items say
     raw = headers.raw
     try:
         return [(name.lower().decode("ascii"), value.decode("ascii")) for name, value in raw]
