@@ -6,8 +6,11 @@ import base64
 import itertools
 import json
 import random
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import redactkey._redact as redact_module
 from helpers import checksummed_token
@@ -590,3 +593,39 @@ class TestBuiltOnce:
         for text in texts:
             assert grown.redact(text) == fresh.redact(text)
             assert grown.findings(text) == fresh.findings(text)
+
+
+class TestMaskPatterns:
+    """The mask patterns are written for speed (each alternative opens with its character
+    alone); they match exactly what the plain spelling matches."""
+
+    PLAIN_MASK = r"(?:…|\.{3,8}|\*{3,64}|•{2,64}|x{4,64}|X{4,64})"
+    SHOWN = r"[A-Za-z0-9_\-+/=]"
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.sampled_from(
+        ["…", ".", "...", "*", "***", "•", "••", "x", "xxxx", "X", "XXXX", " ", "ab", "Q9",
+         "sk-", "_", "=", "abcdefgh", "é", "." * 4, "*" * 32, "•" * 32, "x" * 32, "X" * 32,
+         "A" * 128]), max_size=60).map("".join))
+    def test_same_matches_as_the_plain_spelling(self, text: str) -> None:
+        self._check(text)
+
+    @pytest.mark.parametrize(("mark", "shortest", "longest"), [
+        (".", 3, 8), ("*", 3, 64), ("•", 2, 64), ("x", 4, 64), ("X", 4, 64),
+    ])
+    def test_the_bounds_of_each_mask(self, mark: str, shortest: int, longest: int) -> None:
+        for length in (shortest - 1, shortest, shortest + 1, longest - 1, longest, longest + 1):
+            for shown in ("abcdefg", "abcdefgh", "AbCdEfGhIj"):
+                self._check(mark * length + shown)
+                self._check(shown + mark * length)
+                self._check(f"{shown} {mark * length}{shown}")
+
+    def _check(self, text: str) -> None:
+        from redactkey._redact import _MASKED_HEAD, _MASKED_TAIL
+
+        tail = re.compile(self.PLAIN_MASK + rf"({self.SHOWN}{{8,256}})")
+        head = re.compile(rf"(?<!{self.SHOWN})({self.SHOWN}{{8,256}}?)" + self.PLAIN_MASK)
+        for fast, plain in ((_MASKED_TAIL, tail), (_MASKED_HEAD, head)):
+            assert [(m.span(), m.span(1)) for m in fast.finditer(text)] == [
+                (m.span(), m.span(1)) for m in plain.finditer(text)
+            ]
