@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import signal
@@ -80,6 +81,28 @@ class TestFileNames:
     def test_other_files_are_not_fixtures(self, name: str) -> None:
         """Temporary and unrelated files are never read as fixtures."""
         assert kind_for_file_name(name) is None
+
+    _STEMS = ["", "text", "http", "search", "chat.v2", "a-b", "_x", "-x", "A", "é", "a b",
+              "a/b", "x.", ".x", "a..b", "@model", "json"]
+    _KEYS = ["a" * 64, "0123456789abcdef" * 4, "F" * 64, "f" * 63, "f" * 65, "g" * 64, ""]
+
+    def test_names_read_as_the_patterns_read_them(self) -> None:
+        """`kind_for_file_name` splits a name as the model and tool file patterns match it."""
+        from redactkey._store import _MODEL_FILE, _TOOL_FILE
+
+        for prefix, stem, sep, key, end in itertools.product(
+            ["", "@model.", "@model", "."], self._STEMS, ["", "."], self._KEYS,
+            ["", ".json", ".json.tmp", "json"],
+        ):
+            name = prefix + stem + sep + key + end
+            model, tool = _MODEL_FILE.fullmatch(name), _TOOL_FILE.fullmatch(name)
+            expected: tuple[str, str] | None = None
+            if model:
+                expected = (model["name"], model["key"])
+            elif tool:
+                kind = "http" if tool["name"] == "http" else "tool:" + tool["name"]
+                expected = (kind, tool["key"])
+            assert kind_for_file_name(name) == expected, name
 
 
 class TestStores:

@@ -128,17 +128,29 @@ def check_kind(kind: str) -> None:
     _file_stem(kind)
 
 
+_NAME_ONLY = re.compile(_NAME)
+_KEY_ONLY = re.compile(_KEY)
+_TAIL = len(".") + 64 + len(".json")  # ".<key>.json"
+
+
 def kind_for_file_name(name: str) -> tuple[str, str] | None:
-    """(kind, key) for a fixture file name, or None when the name is not a fixture's."""
-    match = _MODEL_FILE.fullmatch(name)
-    if match:
-        return match["name"], match["key"]
-    match = _TOOL_FILE.fullmatch(name)
-    if match:
-        tool = match["name"]
-        kind = HTTP_KIND if tool == HTTP_KIND else TOOL_PREFIX + tool
-        return kind, match["key"]
-    return None
+    """(kind, key) for a fixture file name (`_MODEL_FILE`, `_TOOL_FILE`), or None when the
+    name is not a fixture's.
+
+    The key is the 64 hex digits before ".json", so the name splits there without the
+    patterns' backtracking over them (a store's directory is read name by name)."""
+    if len(name) <= _TAIL or not name.endswith(".json") or name[-_TAIL] != ".":
+        return None
+    key = name[-_TAIL + 1 : -5]
+    if not _KEY_ONLY.fullmatch(key):
+        return None
+    stem = name[:-_TAIL]
+    if stem.startswith(MODEL_PREFIX):
+        model = stem[len(MODEL_PREFIX):]
+        return (model, key) if _NAME_ONLY.fullmatch(model) else None
+    if not _NAME_ONLY.fullmatch(stem):
+        return None
+    return (HTTP_KIND if stem == HTTP_KIND else TOOL_PREFIX + stem), key
 
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
