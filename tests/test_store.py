@@ -82,9 +82,9 @@ class TestFileNames:
         """Temporary and unrelated files are never read as fixtures."""
         assert kind_for_file_name(name) is None
 
-    _STEMS = ["", "text", "http", "search", "chat.v2", "a-b", "_x", "-x", "A", "é", "a b",
-              "a/b", "x.", ".x", "a..b", "@model", "json"]
-    _KEYS = ["a" * 64, "0123456789abcdef" * 4, "F" * 64, "f" * 63, "f" * 65, "g" * 64, ""]
+    _STEMS = ("", "text", "http", "search", "chat.v2", "a-b", "_x", "-x", "A", "é", "a b",
+              "a/b", "x.", ".x", "a..b", "@model", "json")
+    _KEYS = ("a" * 64, "0123456789abcdef" * 4, "F" * 64, "f" * 63, "f" * 65, "g" * 64, "")
 
     def test_names_read_as_the_patterns_read_them(self) -> None:
         """`kind_for_file_name` splits a name as the model and tool file patterns match it."""
