@@ -620,6 +620,26 @@ class TestMaskPatterns:
                 self._check(shown + mark * length)
                 self._check(f"{shown} {mark * length}{shown}")
 
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.sampled_from(
+        ["…", "...", "....", ".", "***", "*" * 40, "••", "•" * 70, "xxxx", "x" * 9, "XXXX",
+         "X" * 70, " ", "ab", "Q9", "sk-", "_", "=", "abcdefgh", "abcdefghijkl", "é", "\n",
+         "word " * 60]), min_size=1, max_size=80).map("".join))
+    def test_windows_of_head_marks_find_every_head(self, text: str) -> None:
+        """Reading a shown part before a mask only around the marks `_shown_before`
+        passes finds what reading the whole text finds, on texts long enough to window."""
+        from redactkey._detectors import WINDOWED_FROM, matches_near
+        from redactkey._redact import _MASK_MARKS, _MASKED_HEAD, _shown_before
+
+        text = (text * (WINDOWED_FROM // max(1, len(text)) + 1))[: WINDOWED_FROM * 2]
+        marks = sorted({at for mark in _MASK_MARKS for at in range(len(text))
+                        if text.startswith(mark, at)})
+        heads = [at for at in marks if _shown_before(text, at)]
+        expected = [m.span() for m in _MASKED_HEAD.finditer(text)]
+        assert [m.span() for m in matches_near(_MASKED_HEAD, text, heads, _MASK_MARKS)] == (
+            expected
+        )
+
     def _check(self, text: str) -> None:
         from redactkey._redact import _MASKED_HEAD, _MASKED_TAIL
 

@@ -1293,7 +1293,8 @@ class Redactor:
                     if value.endswith(shown[:length]):
                         out.append(Span(start, start + length, "known-value", slot))
                         break
-        for match in matches_near(_MASKED_HEAD, text, marks, _MASK_MARKS):
+        heads = [at for at in marks if _shown_before(text, at)]
+        for match in matches_near(_MASKED_HEAD, text, heads, _MASK_MARKS) if heads else ():
             shown, start = match.group(1), match.start(1)
             for slot, value in values:
                 for skip in range(0, len(shown) - 7):
@@ -1495,6 +1496,26 @@ _MASK_MARKS = ("…", "...", "***", "••", "xxxx", "XXXX")
 # the text itself is seen with `str.startswith`.
 _SSE_MARK = "\ndata:"
 _MASKED_TAIL = re.compile(_MASK + r"([A-Za-z0-9_\-+/=]{8,256})")
+_SHOWN_EIGHT = re.compile(r"[A-Za-z0-9_\-+/=]{8}")
+# How far before a mark its mask can start (the mask's longest run less the mark's length).
+_MASK_BEFORE = {".": 8 - 3, "*": 64 - 3, "•": 64 - 2}
+
+
+def _shown_before(text: str, at: int) -> bool:
+    """Whether the mask mark at `at` can end a shown part (`_MASKED_HEAD`): eight shown
+    characters before the mask that holds it. A `.`, `*` or `•` mask starts where its run
+    does, at most `_MASK_BEFORE` before the mark; an `x` or `X` mask may start past shown
+    x's, so the eight characters before the mark itself are what counts, as for `…`.
+    Every match of `_MASKED_HEAD` holds a mark this passes, so only those need windows."""
+    mark = text[at]
+    end = at
+    reach = _MASK_BEFORE.get(mark)
+    if reach is not None:
+        while end > 0 and text[end - 1] == mark:
+            end -= 1
+            if at - end > reach:
+                return False  # the mask of a shown part starts later, at another mark
+    return end >= 8 and _SHOWN_EIGHT.fullmatch(text, end - 8, end) is not None
 _MASKED_HEAD = re.compile(r"(?<![A-Za-z0-9_\-+/=])([A-Za-z0-9_\-+/=]{8,256}?)" + _MASK)
 _URL_USERINFO = re.compile(r"://[^\s/?#@:\"'<>]{0,256}:([^\s/?#\"'<>]{1,256})@")
 _SCHEMED = re.compile(r"^\s*(?P<scheme>[A-Za-z][A-Za-z0-9_\-]{0,20})\s+(?P<cred>\S+)\s*$")
