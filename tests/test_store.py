@@ -4,6 +4,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -88,14 +89,18 @@ class TestFileNames:
 
     def test_names_read_as_the_patterns_read_them(self) -> None:
         """`kind_for_file_name` splits a name as the model and tool file patterns match it."""
-        from redactkey._store import _MODEL_FILE, _TOOL_FILE
+        from redactkey._store import _KEY, _NAME
+
+        # The grammar of fixture file names, as one pattern per family would match it.
+        model_file = re.compile(rf"@model\.(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")
+        tool_file = re.compile(rf"(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")
 
         for prefix, stem, sep, key, end in itertools.product(
             ["", "@model.", "@model", "."], self._STEMS, ["", "."], self._KEYS,
             ["", ".json", ".json.tmp", "json"],
         ):
             name = prefix + stem + sep + key + end
-            model, tool = _MODEL_FILE.fullmatch(name), _TOOL_FILE.fullmatch(name)
+            model, tool = model_file.fullmatch(name), tool_file.fullmatch(name)
             expected: tuple[str, str] | None = None
             if model:
                 expected = (model["name"], model["key"])

@@ -1496,9 +1496,15 @@ _MASK_MARKS = ("…", "...", "***", "••", "xxxx", "XXXX")
 # the text itself is seen with `str.startswith`.
 _SSE_MARK = "\ndata:"
 _MASKED_TAIL = re.compile(_MASK + r"([A-Za-z0-9_\-+/=]{8,256})")
+_MASKED_HEAD = re.compile(r"(?<![A-Za-z0-9_\-+/=])([A-Za-z0-9_\-+/=]{8,256}?)" + _MASK)
 _SHOWN_EIGHT = re.compile(r"[A-Za-z0-9_\-+/=]{8}")
 # How far before a mark its mask can start (the mask's longest run less the mark's length).
 _MASK_BEFORE = {".": 8 - 3, "*": 64 - 3, "•": 64 - 2}
+_URL_USERINFO = re.compile(r"://[^\s/?#@:\"'<>]{0,256}:([^\s/?#\"'<>]{1,256})@")
+_SCHEMED = re.compile(r"^\s*(?P<scheme>[A-Za-z][A-Za-z0-9_\-]{0,20})\s+(?P<cred>\S+)\s*$")
+# AWS SigV4: `AWS4-HMAC-SHA256 Credential=<access key id>/<date>/<region>/<service>/…,
+# SignedHeaders=…, Signature=…`; the access key id is the credential that travels.
+_SIGV4 = re.compile(r"^\s*AWS4-[A-Z0-9\-]{1,32}\s+Credential=(?P<cred>[^/,\s]{1,256})/")
 
 
 def _shown_before(text: str, at: int) -> bool:
@@ -1516,12 +1522,6 @@ def _shown_before(text: str, at: int) -> bool:
             if at - end > reach:
                 return False  # the mask of a shown part starts later, at another mark
     return end >= 8 and _SHOWN_EIGHT.fullmatch(text, end - 8, end) is not None
-_MASKED_HEAD = re.compile(r"(?<![A-Za-z0-9_\-+/=])([A-Za-z0-9_\-+/=]{8,256}?)" + _MASK)
-_URL_USERINFO = re.compile(r"://[^\s/?#@:\"'<>]{0,256}:([^\s/?#\"'<>]{1,256})@")
-_SCHEMED = re.compile(r"^\s*(?P<scheme>[A-Za-z][A-Za-z0-9_\-]{0,20})\s+(?P<cred>\S+)\s*$")
-# AWS SigV4: `AWS4-HMAC-SHA256 Credential=<access key id>/<date>/<region>/<service>/…,
-# SignedHeaders=…, Signature=…`; the access key id is the credential that travels.
-_SIGV4 = re.compile(r"^\s*AWS4-[A-Z0-9\-]{1,32}\s+Credential=(?P<cred>[^/,\s]{1,256})/")
 
 
 def _string_leaves(value: Any) -> list[str]:

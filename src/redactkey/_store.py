@@ -54,8 +54,6 @@ MODEL_PREFIX = "@model."
 _KEY = KEY_PATTERN.strip("^$")
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"
 _HEX = "0123456789abcdef"
-_MODEL_FILE = re.compile(rf"@model\.(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")
-_TOOL_FILE = re.compile(rf"(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")
 
 
 @runtime_checkable
@@ -134,8 +132,8 @@ _TAIL = len(".") + 64 + len(".json")  # ".<key>.json"
 
 
 def kind_for_file_name(name: str) -> tuple[str, str] | None:
-    """(kind, key) for a fixture file name (`_MODEL_FILE`, `_TOOL_FILE`), or None when the
-    name is not a fixture's.
+    """(kind, key) for a fixture file name (`@model.<name>.<key>.json` for a model kind,
+    `<name>.<key>.json` for a tool or "http"), or None when the name is not a fixture's.
 
     The key is the 64 hex digits before ".json", so the name splits there without the
     patterns' backtracking over them (a store's directory is read name by name)."""
