@@ -71,6 +71,107 @@ class TestLoadConfig:
         assert message in str(info.value)
 
 
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file counts as settled, however recently written (as a file that has sat in a
+    checkout for a while is): the search's results are remembered at once."""
+    import redactkey._config as config_module
+
+    monkeypatch.setattr(config_module, "_SETTLED_NS", 0)
+
+
+def _written_later(path: Path, text: str) -> None:
+    """Write `text` to `path`, stamped a second after its last write."""
+    import os
+
+    before = path.stat().st_mtime_ns
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+class TestConfigFoundBefore:
+    """A search whose files have not changed gives the configuration already read."""
+
+    @pytest.mark.usefixtures("settled")
+    def test_unchanged_files_are_not_read_again(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The same settled files give the same configuration, without parsing them."""
+        import redactkey._config as config_module
+
+        path = tmp_path / "pyproject.toml"
+        path.write_text('[tool.redactkey]\nplaceholder = "<one>"\n', encoding="utf-8")
+        first = load_config(tmp_path)
+        parsed: list[Path] = []
+        real = config_module._parse_toml
+
+        def counting(file: Path, source: str) -> dict[str, object]:
+            parsed.append(file)
+            return real(file, source)
+
+        monkeypatch.setattr(config_module, "_parse_toml", counting)
+        assert load_config(tmp_path) is first
+        assert load_config(tmp_path / "sub" / "..") is first  # the same place spelled otherwise
+        assert parsed == []
+        _written_later(path, '[tool.redactkey]\nplaceholder = "<two>"\n')
+        assert load_config(tmp_path).placeholder == "<two>"
+        assert parsed == [path]
+
+    @pytest.mark.usefixtures("settled")
+    def test_a_written_file_is_read_anew(self, tmp_path: Path) -> None:
+        """Content written again at the same size is what the next search reads."""
+        path = tmp_path / "pyproject.toml"
+        path.write_text('[tool.redactkey]\nplaceholder = "<one>"\n', encoding="utf-8")
+        assert load_config(tmp_path).placeholder == "<one>"
+        _written_later(path, '[tool.redactkey]\nplaceholder = "<two>"\n')
+        assert load_config(tmp_path).placeholder == "<two>"
+
+    def test_a_file_written_just_now_is_read_at_every_search(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A file whose times are recent is not trusted by them: a second write in the
+        same clock tick at the same size would keep every time and size it has."""
+        import redactkey._config as config_module
+
+        path = tmp_path / "pyproject.toml"
+        path.write_text('[tool.redactkey]\nplaceholder = "<one>"\n', encoding="utf-8")
+        parsed: list[Path] = []
+        real = config_module._parse_toml
+
+        def counting(file: Path, source: str) -> dict[str, object]:
+            parsed.append(file)
+            return real(file, source)
+
+        monkeypatch.setattr(config_module, "_parse_toml", counting)
+        assert load_config(tmp_path).placeholder == "<one>"
+        assert load_config(tmp_path).placeholder == "<one>"
+        assert parsed == [path, path]
+
+    @pytest.mark.usefixtures("settled")
+    def test_a_nearer_file_added_or_removed_governs(self, tmp_path: Path) -> None:
+        """A file added on the way up, or the governing file removed, changes the result."""
+        top = tmp_path / "pyproject.toml"
+        top.write_text('[tool.redactkey]\nplaceholder = "<top>"\n', encoding="utf-8")
+        inner = tmp_path / "pkg"
+        inner.mkdir()
+        assert load_config(inner).placeholder == "<top>"
+        private = inner / ".redactkey.toml"
+        private.write_text('placeholder = "<inner>"\n', encoding="utf-8")
+        assert load_config(inner).placeholder == "<inner>"
+        private.unlink()
+        top.unlink()
+        assert load_config(inner) == Config()
+
+    @pytest.mark.usefixtures("settled")
+    def test_a_broken_file_is_reported_every_time(self, tmp_path: Path) -> None:
+        """An error is not remembered as a result: each search reports it."""
+        path = tmp_path / "pyproject.toml"
+        path.write_text("[tool.redactkey]\nplaceholdr = 1\n", encoding="utf-8")
+        for _ in range(2):
+            with pytest.raises(ConfigError, match="placeholdr"):
+                load_config(tmp_path)
+
+
 class TestAllowlist:
     """Allowlist entries by file glob, rule and fingerprint."""
 

@@ -45,8 +45,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
+import time
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -345,22 +347,49 @@ def find_config_file(start: Path) -> Path | None:
     return found[0] if found is not None else None
 
 
-def _governing(start: Path) -> tuple[Path, dict[str, Any] | None] | None:
+def _governing(
+    start: Path, seen: list[tuple[str, _Signature | None]] | None = None
+) -> tuple[Path, dict[str, Any] | None] | None:
     """The configuration file governing `start` and, for a pyproject.toml, its parsed
-    table (read once: looking for the table already parsed it)."""
+    table (read once: looking for the table already parsed it). `seen` collects every
+    file looked at, with what the file system said of it then (`_signature`)."""
     here = start.resolve()
     if here.is_file():
         here = here.parent
     for directory in (here, *here.parents):
         private = directory / _PRIVATE_FILE
-        if private.is_file():
+        if _looked_at(private, seen):
             return private, None
         pyproject = directory / "pyproject.toml"
-        if pyproject.is_file():
+        if _looked_at(pyproject, seen):
             table = _with_table(pyproject)
             if table is not False:
                 return pyproject, table or None
     return None
+
+
+_Signature = tuple[int, int, int, int, int]
+
+
+def _signature(path: str) -> _Signature | None:
+    """What a file's content is known by without reading it (device, inode, size, and
+    modification and change times in nanoseconds), or None when no regular file is there."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _looked_at(path: Path, seen: list[tuple[str, _Signature | None]] | None) -> bool:
+    """Whether `path` is a regular file (`Path.is_file`), noted in `seen`."""
+    if seen is None:
+        return path.is_file()
+    signature = _signature(str(path))
+    seen.append((str(path), signature))
+    return signature is not None
 
 
 def _with_table(pyproject: Path) -> dict[str, Any] | Literal[False] | None:
@@ -408,12 +437,51 @@ def _parse_toml(path: Path, source: str) -> dict[str, Any]:
         raise ConfigError(source, "not usable TOML: nested too deeply") from None
 
 
+# The configuration found from a directory, and every file its search looked at with what
+# the file system said of it then: while they all say the same, the same files govern
+# with the same content, and the search and the TOML parse are not done again (a
+# FixtureTransport or ModelFixtures made per test or per client finds its configuration).
+_FOUND: dict[str, tuple[tuple[tuple[str, _Signature | None], ...], Config]] = {}
+_FOUND_MAX: Final = 64
+
+
 def load_config(start: Path | None = None, *, explicit: Path | None = None) -> Config:
-    """The configuration for a run: `explicit` if given, else the nearest file, else defaults."""
+    """The configuration for a run: `explicit` if given, else the nearest file, else defaults.
+
+    A search from the same place whose files are unchanged (`_signature`, `_settled`)
+    gives the configuration already read; a file added, removed or written is read anew."""
     if explicit is not None:
         return load_config_file(explicit)
-    found = _governing(start if start is not None else Path.cwd())
+    where = os.path.realpath(start if start is not None else os.getcwd())
+    found_before = _FOUND.get(where)
+    if found_before is not None:
+        looked_at, config = found_before
+        if all(_signature(path) == signature for path, signature in looked_at):
+            return config
+    seen: list[tuple[str, _Signature | None]] = []
+    found = _governing(Path(where), seen)
     if found is None:
-        return Config()
-    path, data = found
-    return load_config_file(path) if data is None else _from_pyproject(data, str(path))
+        config = Config()
+    else:
+        path, data = found
+        config = load_config_file(path) if data is None else _from_pyproject(data, str(path))
+    if _settled(seen):
+        if len(_FOUND) >= _FOUND_MAX:
+            _FOUND.clear()
+        _FOUND[where] = (tuple(seen), config)
+    return config
+
+
+_SETTLED_NS: Final = 2_000_000_000
+
+
+def _settled(seen: list[tuple[str, _Signature | None]]) -> bool:
+    """Whether every file looked at was last written over two seconds ago. A file system
+    stamps times at a coarse clock (milliseconds), so a file written twice in one tick,
+    at the same size, keeps its signature: only a settled file's signature tells its
+    content (the "racy clean" entry of git's index)."""
+    recent = time.time_ns() - _SETTLED_NS
+    return all(
+        signature is None or (signature[3] < recent and signature[4] < recent)
+        for _, signature in seen
+    )
