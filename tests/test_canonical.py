@@ -431,7 +431,7 @@ class TestLongDigitRun:
         assert long_digit_run(bytes(data)) is _naive_run(bytes(data))
         assert long_digit_run(bytes(data), 16) is _naive_run(bytes(data), 16)
 
-    @pytest.mark.parametrize("size", [100, 5000, 300_000])
+    @pytest.mark.parametrize("size", [100, 1500, 5000, 300_000])
     @pytest.mark.parametrize("where", ["start", "middle", "end"])
     def test_run_of_nineteen_found_anywhere(self, size: int, where: str) -> None:
         """A lone 19-digit number in a long text is found; 18 digits are not a run."""
@@ -441,7 +441,7 @@ class TestLongDigitRun:
             data[at : at + len(digits)] = digits.encode()
             assert long_digit_run(bytes(data)) is found
 
-    @pytest.mark.parametrize("size", [100, 5000, 300_000])
+    @pytest.mark.parametrize("size", [100, 1500, 5000, 300_000])
     def test_run_of_sixteen(self, size: int) -> None:
         """Told 16, a lone 16-digit number is found anywhere; 15 digits are not a run."""
         for at in (0, size // 2 + 5, size - 16):

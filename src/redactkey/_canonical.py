@@ -48,7 +48,7 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _DIGITS: Final = bytes(1 if 0x30 <= b <= 0x39 else 0 for b in range(256))
 _RUN: Final = 19
 _LONG_RUN: Final = b"\x01" * _RUN
-_SAMPLED_FROM: Final = 4096
+_SAMPLED_FROM: Final = 512
 _MAX_PLACES: Final = 64
 
 
