@@ -414,8 +414,22 @@ class TestTransportOptions:
         ):
             client.get("https://api.example.test/")
 
-    def test_a_response_without_status_is_a_format_error(self, tmp_path: Path) -> None:
-        """A hand-edited answer without a status is FixtureFormatError naming the file."""
+    @pytest.mark.parametrize(
+        "edit",
+        [
+            pytest.param(lambda answer: answer.pop("status"), id="no-status"),
+            pytest.param(lambda answer: answer.update(status="200"), id="status-a-string"),
+            pytest.param(lambda answer: answer.update(status=True), id="status-a-bool"),
+            pytest.param(lambda answer: answer.update(status=99), id="status-out-of-range"),
+            pytest.param(lambda answer: answer.update(headers=[["a", "b"]]), id="headers-a-list"),
+            pytest.param(lambda answer: answer["headers"].update(a=1), id="header-a-number"),
+        ],
+    )
+    def test_a_response_without_status_is_a_format_error(
+        self, tmp_path: Path, edit: Any
+    ) -> None:
+        """A hand-edited answer without a usable status or headers is FixtureFormatError
+        naming the file."""
         inner = httpx2.MockTransport(lambda request: httpx2.Response(200, json={"a": 1}))
         with httpx2.Client(
             transport=FixtureTransport(FixtureDir(tmp_path), mode="record", inner=inner)
@@ -423,7 +437,7 @@ class TestTransportOptions:
             client.get("https://api.example.test/")
         (path,) = tmp_path.iterdir()
         document = json.loads(path.read_text(encoding="utf-8"))
-        del document["answer"]["status"]
+        edit(document["answer"])
         path.write_text(json.dumps(document), encoding="utf-8")
         with httpx2.Client(
             transport=FixtureTransport(FixtureDir(tmp_path), mode="replay")

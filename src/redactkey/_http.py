@@ -450,9 +450,8 @@ def is_stream_type(content_type: str | None) -> bool:
     """True when a response is a stream by its content type: server-sent events,
     newline-delimited JSON or AWS event-stream frames. Such a response is passed on as it
     arrives and stored as chunks, whatever the request asked for."""
-    return is_event_stream(content_type) or is_ndjson(content_type) or is_aws_event_stream(
-        content_type
-    )
+    mime = _mime(content_type)
+    return mime == "text/event-stream" or mime in _NDJSON_TYPES or mime == EVENT_STREAM
 
 
 def wants_stream(document: Mapping[str, JSON]) -> bool:

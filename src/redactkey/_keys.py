@@ -531,8 +531,9 @@ def _query_dropped(name: str, patterns: tuple[str, ...]) -> bool:
 
 
 def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_json) -> JSONValue:
-    request = _as_mapping(request)
-    if not isinstance(request, Mapping):
+    if type(request) is not dict:  # (a plain dict, the common request, is a mapping as is)
+        request = _as_mapping(request)
+    if type(request) is not dict and not isinstance(request, Mapping):
         raise CanonicalizationError(
             "", f"an HTTP request is a mapping, not a {type(request).__name__}",
             'pass {"method": ..., "url": ..., "headers": {...}, "json"|"text"|"base64": ...}',
