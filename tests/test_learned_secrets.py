@@ -204,6 +204,39 @@ class TestLearn:
         assert redactor.learn({"headers": {"authorization": f"Bearer {real}"}}) == 1
         assert real not in redactor.redact_text(f"echo {real}")
 
+    def test_a_key_sent_again_is_judged_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The same credential sent on every call is taken apart and looked up on the
+        first call only; another value under the same name is judged on its own."""
+        import redactkey._redact as redact_module
+
+        taken_apart: list[str] = []
+        credential_values = redact_module._credential_values
+
+        def counted(value: str) -> list[str]:
+            taken_apart.append(value)
+            return credential_values(value)
+
+        monkeypatch.setattr(redact_module, "_credential_values", counted)
+        redactor = Redactor()
+        first, second = _key(), _key()
+        request = {"headers": {"authorization": f"Bearer {first}"}}
+        assert [redactor.learn(request) for _ in range(3)] == [1, 0, 0]
+        assert len(taken_apart) == 1
+        assert redactor.learn({"headers": {"authorization": f"Bearer {second}"}}) == 1
+        assert len(taken_apart) == 2
+        assert second not in redactor.redact_text(f"echo {second}")
+
+    def test_a_redactor_over_other_secrets_learns_for_itself(self) -> None:
+        """A key one redactor has learned is learned again by a redactor made `over` other
+        secrets: what its own secrets hold is judged anew."""
+        redactor = Redactor(RunSecrets({}))
+        key = _key()
+        request = {"headers": {"x-api-key": key}}
+        assert redactor.learn(request) == 1
+        other = redactor.over(RunSecrets({}))
+        assert other.learn(request) == 1
+        assert key not in other.redact_text(f"echo {key}")
+
     def test_known_secret_preview_is_redacted(self) -> None:
         """First or last 8+ characters next to an ellipsis or a mask are taken out."""
         secret = "sk-" + _key()

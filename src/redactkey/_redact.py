@@ -549,6 +549,9 @@ class Redactor:
         # (slot, value) pairs `learn` passed over (short, or redacted-looking): a client
         # sends the same stand-in key on every call, judged once.
         self._passed_over: set[tuple[str, str]] = set()
+        # (name, value) of credentials sent by name that `learn` has judged: every call of
+        # a client sends the same key, and what was learned or passed over stays so.
+        self._judged: set[tuple[str, str]] = set()
         self._gate_names = frozenset(self._sensitive | self._sensitive_query)
         # The default placeholders pass with the default rules and names (the test suite
         # checks it); reading them anyway would load detect-secrets for a rule that one of
@@ -584,6 +587,7 @@ class Redactor:
         other = object.__new__(Redactor)
         other.__dict__.update(self.__dict__)
         other._secrets = secrets  # the lock is shared too: none holds it while calling another
+        other._judged = set()  # what is held depends on the secrets: judged anew over these
         # Shared while `secrets` holds the same values (a copy nobody has added to yet);
         # otherwise built at the first string it scans, on top of this one.
         other._known = known
@@ -669,7 +673,10 @@ class Redactor:
                 secrets = self._secrets
         before = secrets.version
         passed_over = self._passed_over
+        judged = self._judged
         for name, value in found:
+            if (name, value) in judged:
+                continue  # every credential in it is held or passed over (secrets only grow)
             slot = f"learned:{_norm(name)}"
             for credential in _credential_values(value):
                 if (slot, credential) in passed_over or secrets.holds(slot, credential):
@@ -681,6 +688,8 @@ class Redactor:
                         passed_over.add((slot, credential))
                     continue
                 secrets.learn(slot, credential)
+            if len(judged) < _PASSED_OVER_MAX:
+                judged.add((name, value))
         return secrets.version - before
 
     def _credentials(
