@@ -374,6 +374,19 @@ class TestHttpProjection:
                                        "url": "https://api.example.com/v1/items"}
         assert not KeySpec.model().with_headers("x-tenant").counts("headers")
 
+    @pytest.mark.parametrize("every_field", [False, True])
+    @pytest.mark.parametrize("member", ["body", "query", "method"])
+    def test_a_narrowed_member_does_not_count(self, member: str, every_field: bool) -> None:
+        """A member a spec narrows away leaves the projection, and the key with it (also
+        from a spec that counts every field but those it ignores)."""
+        spec = (KeySpec.http().widen_all() if every_field else KeySpec.http()).narrow(member)
+        one = self._request(url="https://h/v1?page=1", json={"a": 1})
+        two = {**self._request(url="https://h/v1?page=2", json={"a": 2}), "method": "PUT"}
+        material = key_material("http", one, spec=spec)["request"]
+        assert member not in material
+        assert set(material) == {"method", "url", "query", "body"} - {member}
+        assert request_key("http", one) != request_key("http", two)
+
     def test_non_json_body_is_digested(self) -> None:
         """A text and a base64 body of the same bytes give the same digest."""
         text = key_material("http", self._request(text="hello"))

@@ -585,6 +585,8 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
             for name, value in headers.items()
             if str(name).lower() in spec.headers
         }
+    if not spec.ignore and (spec.fields is None or spec.fields.issuperset(projection)):
+        return projection  # every member counts (the default spec's case)
     return {name: item for name, item in projection.items() if spec.counts(name)}
 
 
@@ -624,6 +626,10 @@ def _projected_body(body: Any) -> JSONValue:
 
 
 def _http_body(request: Mapping[str, Any], plain: Callable[..., Any] = to_json) -> JSONValue:
+    if "json" in request and "text" not in request and "base64" not in request and (
+        "body" not in request
+    ):  # the common body, told at once
+        return {"json": plain(request["json"], "/json")}
     present = [name for name in ("json", "text", "base64") if name in request]
     if present and "body" in request:
         raise CanonicalizationError(
