@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+import redactkey._config as config_module
 from redactkey._config import Config, load_config, load_config_file
 from redactkey._errors import ConfigError
 
@@ -75,15 +77,25 @@ class TestLoadConfig:
 def settled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file counts as settled, however recently written (as a file that has sat in a
     checkout for a while is): the search's results are remembered at once."""
-    import redactkey._config as config_module
-
     monkeypatch.setattr(config_module, "_SETTLED_NS", 0)
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The TOML files the configuration search parses, in order."""
+    files: list[Path] = []
+    real = config_module._parse_toml
+
+    def counting(file: Path, source: str) -> dict[str, object]:
+        files.append(file)
+        return real(file, source)
+
+    monkeypatch.setattr(config_module, "_parse_toml", counting)
+    return files
 
 
 def _written_later(path: Path, text: str) -> None:
     """Write `text` to `path`, stamped a second after its last write."""
-    import os
-
     before = path.stat().st_mtime_ns
     path.write_text(text, encoding="utf-8")
     os.utime(path, ns=(before + 10**9, before + 10**9))
@@ -94,22 +106,13 @@ class TestConfigFoundBefore:
 
     @pytest.mark.usefixtures("settled")
     def test_unchanged_files_are_not_read_again(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        self, tmp_path: Path, parsed: list[Path]
     ) -> None:
         """The same settled files give the same configuration, without parsing them."""
-        import redactkey._config as config_module
-
         path = tmp_path / "pyproject.toml"
         path.write_text('[tool.redactkey]\nplaceholder = "<one>"\n', encoding="utf-8")
         first = load_config(tmp_path)
-        parsed: list[Path] = []
-        real = config_module._parse_toml
-
-        def counting(file: Path, source: str) -> dict[str, object]:
-            parsed.append(file)
-            return real(file, source)
-
-        monkeypatch.setattr(config_module, "_parse_toml", counting)
+        parsed.clear()
         assert load_config(tmp_path) is first
         assert load_config(tmp_path / "sub" / "..") is first  # the same place spelled otherwise
         assert parsed == []
@@ -127,22 +130,12 @@ class TestConfigFoundBefore:
         assert load_config(tmp_path).placeholder == "<two>"
 
     def test_a_file_written_just_now_is_read_at_every_search(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        self, tmp_path: Path, parsed: list[Path]
     ) -> None:
         """A file whose times are recent is not trusted by them: a second write in the
         same clock tick at the same size would keep every time and size it has."""
-        import redactkey._config as config_module
-
         path = tmp_path / "pyproject.toml"
         path.write_text('[tool.redactkey]\nplaceholder = "<one>"\n', encoding="utf-8")
-        parsed: list[Path] = []
-        real = config_module._parse_toml
-
-        def counting(file: Path, source: str) -> dict[str, object]:
-            parsed.append(file)
-            return real(file, source)
-
-        monkeypatch.setattr(config_module, "_parse_toml", counting)
         assert load_config(tmp_path).placeholder == "<one>"
         assert load_config(tmp_path).placeholder == "<one>"
         assert parsed == [path, path]
