@@ -129,9 +129,12 @@ def _is_json_type(content_type: str | None) -> bool:
     return mime == "application/json" or mime.endswith("+json")
 
 
+_SSE_TYPE: Final = "text/event-stream"
+
+
 def is_event_stream(content_type: str | None) -> bool:
     """True when a content type announces server-sent events."""
-    return _mime(content_type) == "text/event-stream"
+    return _mime(content_type) == _SSE_TYPE
 
 
 _STRICT: Final = orjson.OPT_STRICT_INTEGER
@@ -451,7 +454,7 @@ def is_stream_type(content_type: str | None) -> bool:
     newline-delimited JSON or AWS event-stream frames. Such a response is passed on as it
     arrives and stored as chunks, whatever the request asked for."""
     mime = _mime(content_type)
-    return mime == "text/event-stream" or mime in _NDJSON_TYPES or mime == EVENT_STREAM
+    return mime in (_SSE_TYPE, EVENT_STREAM) or mime in _NDJSON_TYPES
 
 
 def wants_stream(document: Mapping[str, JSON]) -> bool:
