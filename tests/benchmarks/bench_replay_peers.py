@@ -34,8 +34,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import random
-import string
 import sys
 import tempfile
 import threading
@@ -49,7 +47,10 @@ from typing import Any
 import httpx2
 import openai
 
-from redactkey import FixtureDir, FixtureTransport, Redactor, RunSecrets
+from redactkey import FixtureDir, FixtureTransport
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _scenario import JSON_BODY, make_prompt, make_redactor
 
 EVENTS = 110
 TARGET_CASSETTER = 1.0
@@ -58,13 +59,6 @@ TARGET_VCRPY = 4.0
 SWEEP_KB = (1, 32, 256)
 SWEEP_TARGET_MS = {1: 0.15, 256: 1.5}
 MEMORY_SLOPE = 10.0  # bytes per call: flat, within tracemalloc's own noise
-
-ANSWER: dict[str, Any] = {
-    "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                 "message": {"role": "assistant", "content": "Revenue grew. " * 40}}],
-    "usage": {"prompt_tokens": 90, "completion_tokens": 120, "total_tokens": 210},
-}
 
 
 def _events() -> bytes:
@@ -78,30 +72,18 @@ def _events() -> bytes:
     return ("\n\n".join(lines) + "\n\n").encode()
 
 
-JSON_BODY = json.dumps(ANSWER).encode()
 SSE_BODY = _events()
 
 
 def _prose(n: int, size: int) -> str:
     """A prompt of words with a colon, an apostrophe and a line break here and there."""
-    words = _prompt(n, size).split(" ")
+    words = make_prompt(n, size).split(" ")
     for k in range(0, len(words), 40):
         words[k] += ":"
     for k in range(7, len(words), 31):
         words[k] = words[k][:-1] + "'" + words[k][-1:]
     for k in range(5, len(words), 97):
         words[k] += "\n"
-    return " ".join(words)[:size]
-
-
-def _prompt(n: int, size: int) -> str:
-    rng = random.Random(n * 7919 + size)
-    words = []
-    length = 0
-    while length < size:
-        word = "".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9)))
-        words.append(word)
-        length += len(word) + 1
     return " ".join(words)[:size]
 
 
@@ -169,13 +151,6 @@ def _run(client: openai.OpenAI, calls: list[Call]) -> None:
     client.close()
 
 
-def _redactor() -> Redactor:
-    secrets = RunSecrets()
-    for i in range(5):
-        secrets.add(f"SLOT_{i}", f"secret-value-{i}-" + "q7Zx" * 6)
-    return Redactor(secrets)
-
-
 class Tools:
     """Each tool's record step and a fresh replay round over the same calls."""
 
@@ -185,7 +160,7 @@ class Tools:
 
         self.root = root
         self.base_url = base_url
-        self.redactor = _redactor()
+        self.redactor = make_redactor()
         self.store = FixtureDir(root / "redactkey")
         self.cassetter = cassetter
         self.cassette = str(root / "cassetter.yaml")
@@ -286,8 +261,8 @@ def main() -> int:
                         help="record, then measure memory only")
     args = parser.parse_args()
 
-    calls = [(_prompt(n, 2048), n % 2 == 1) for n in range(args.calls)]
-    sweep = {kb: [(_prompt(n, kb * 1024), False) for n in range(args.sweep_calls)]
+    calls = [(make_prompt(n, 2048), n % 2 == 1) for n in range(args.calls)]
+    sweep = {kb: [(make_prompt(n, kb * 1024), False) for n in range(args.sweep_calls)]
              for kb in SWEEP_KB}
     prose = [(_prose(n, 256 * 1024), False) for n in range(args.sweep_calls)]
     failed = False
