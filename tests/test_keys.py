@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.parse
 from typing import Any
 
 import pydantic
@@ -32,6 +33,7 @@ from redactkey._keys import (
     MODEL_FIELDS,
     MODEL_NEVER,
     VolatileValue,
+    _host_and_port,
     default_spec,
     key_from_material,
     material_and_key,
@@ -419,6 +421,28 @@ class TestHttpProjection:
         with pytest.raises(CanonicalizationError, match=match) as info:
             request_key("http", request_)
         assert info.value.pointer == pointer
+
+
+    @pytest.mark.parametrize("url", [
+        "http://h", "http://H.Example:8080/x", "http://h:", "http://h:0", "http://h:65535",
+        "http://h:65536", "http://h:+80", "http://h:\uff18\uff10", "http://h:80a",
+        "http://h:\u0663", "http://h: 80", "http://h:-1", "http://h:1:2", "http://:80",
+        "http://", "https://h:00443", "http://u:p@h:1", "http://[::1]:8/",
+        "http://[fe80::1%25eth0]/", "http://\u00e4.example:1", "http://h%2F:1",
+    ])
+    def test_host_and_port_read_as_urllib_reads_them(self, url: str) -> None:
+        """The projection's own reading of a netloc gives urllib's host and port, and
+        refuses what urllib refuses, on every Python."""
+        parts = urllib.parse.urlsplit(url)
+        try:
+            wanted: Any = ((parts.hostname or "").lower(), parts.port)
+        except ValueError:
+            wanted = ValueError
+        try:
+            got: Any = _host_and_port(parts)
+        except ValueError:
+            got = ValueError
+        assert got == wanted
 
 
 class TestFindVolatile:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import dataclasses
 import fnmatch
 import hashlib
@@ -547,12 +546,11 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
         )
     try:
         parts = urllib.parse.urlsplit(url)
-        port = parts.port
+        host, port = _host_and_port(parts)
     except ValueError as exc:
         raise CanonicalizationError("/url", f"the url cannot be parsed ({exc})",
                                     "pass an absolute http(s) URL") from None
     scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
     if not scheme or not host:
         raise CanonicalizationError("/url", "the url is not absolute (no scheme or host)",
                                     "pass an absolute URL such as https://host/path")
@@ -588,6 +586,21 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
     if not spec.ignore and (spec.fields is None or spec.fields.issuperset(projection)):
         return projection  # every member counts (the default spec's case)
     return {name: item for name, item in projection.items() if spec.counts(name)}
+
+
+def _host_and_port(parts: urllib.parse.SplitResult) -> tuple[str, int | None]:
+    """`(parts.hostname or "").lower()` and `parts.port`, read at once for the common
+    `host[:port]` (each of those properties splits the netloc again); urllib's own
+    reading, and its errors, for anything else (userinfo, brackets, a zone, a bad port)."""
+    netloc = parts.netloc
+    if "@" not in netloc and "[" not in netloc and "%" not in netloc:
+        host, _, port = netloc.partition(":")
+        if not port:
+            return host.lower(), None
+        if port.isdigit() and port.isascii() and len(port) <= 5 and int(port) <= 65535:
+            return host.lower(), int(port)
+    port_number = parts.port
+    return (parts.hostname or "").lower(), port_number
 
 
 def _projected_query(query: Any) -> list[tuple[str, str]]:
@@ -738,8 +751,10 @@ def redacted_material_and_key(
         # (counted header names would be member names the redactor's walk did not see; an
         # integer beyond 2**53 is refused by orjson and then named by the scan's path)
         if orjson_canonical and not (spec.shape == "http" and spec.headers):
-            with contextlib.suppress(orjson.JSONEncodeError):
+            try:
                 data = orjson.dumps(material, option=ORJSON_CANONICAL)
+            except orjson.JSONEncodeError:  # (a try costs less than a suppress context)
+                data = None
         if data is None:
             data = canonical_if_plain(material)
         if data is not None:
