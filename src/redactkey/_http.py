@@ -465,13 +465,16 @@ def wants_stream(document: Mapping[str, JSON]) -> bool:
     header naming server-sent events or newline-delimited JSON.
     """
     body = document.get("json")
-    if isinstance(body, Mapping) and body.get("stream") is True:
+    if (type(body) is dict or isinstance(body, Mapping)) and body.get("stream") is True:
         return True
     url = str(document.get("url", ""))
     if "?" in url and ("alt", "sse") in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query):
         return True
     accept = str(document.get("headers", {}).get("accept", ""))
-    return any(is_stream_type(part) for part in accept.split(","))
+    for part in accept.split(","):  # (a loop: no generator to build for the one part)
+        if is_stream_type(part):
+            return True
+    return False
 
 
 def refuses_stream(document: Mapping[str, JSON]) -> bool:

@@ -878,8 +878,9 @@ class Redactor:
         short: list[str] = []
         for text in texts:
             if len(text) > _GATED_LENGTH or (
-                # a base64 text is opened when its decoded text would change
-                len(text) >= 16 and _B64_TEXT.fullmatch(text)
+                # a base64 text is opened when its decoded text would change (a text
+                # with a space is none: prose is told apart without the regex)
+                len(text) >= 16 and " " not in text and _B64_TEXT.fullmatch(text)
                 and self._open_b64(text, "", None, 0) is not None
             ):
                 suspects.append(text)
