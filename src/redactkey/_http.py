@@ -471,7 +471,7 @@ def wants_stream(document: Mapping[str, JSON]) -> bool:
     if "?" in url and ("alt", "sse") in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query):
         return True
     accept = str(document.get("headers", {}).get("accept", ""))
-    for part in accept.split(","):  # (a loop: no generator to build for the one part)
+    for part in accept.split(","):  # noqa: SIM110 (a loop: no generator for the one part)
         if is_stream_type(part):
             return True
     return False
