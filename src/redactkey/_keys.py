@@ -599,8 +599,7 @@ def _host_and_port(parts: urllib.parse.SplitResult) -> tuple[str, int | None]:
             return host.lower(), None
         if port.isdigit() and port.isascii() and len(port) <= 5 and int(port) <= 65535:
             return host.lower(), int(port)
-    port_number = parts.port
-    return (parts.hostname or "").lower(), port_number
+    return (parts.hostname or "").lower(), parts.port
 
 
 def _projected_query(query: Any) -> list[tuple[str, str]]:
