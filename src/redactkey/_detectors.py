@@ -1421,7 +1421,7 @@ class Literals:
             return []
         if text.isascii():
             return self._automaton.find_matches_as_indexes(
-                text.encode("ascii"), overlapping=True
+                text.encode(), overlapping=True  # (an ASCII text's UTF-8 is itself)
             )
         data = text.encode("utf-8", "surrogatepass")
         hits = self._automaton.find_matches_as_indexes(data, overlapping=True)

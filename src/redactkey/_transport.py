@@ -60,16 +60,17 @@ def _library(request: Any) -> ModuleType:
 
 def _header_pairs(headers: Any) -> list[tuple[str, str]]:
     """`headers.multi_items()` (lower-case names), decoded at once: the library's own
-    looks the encoding up again for every name and value. Headers are ASCII but for a
-    rare few (then decoded as the library decides: UTF-8, else Latin-1)."""
+    looks the encoding up again for every name and value. The library decodes every
+    header as ASCII when it can, else as UTF-8 when it can, else as Latin-1; when all of
+    them are UTF-8 (ASCII is), that is what `decode()` gives, with no codec named."""
     items = getattr(headers, "_list", None)
     if type(items) is list:
         # httpx and httpx2 keep (raw name, lower-case name, value) for every header:
         # the lower-case names are read as they are, without lowering each again.
         try:
-            return [(lower.decode("ascii"), value.decode("ascii")) for _, lower, value in items]
+            return [(lower.decode(), value.decode()) for _, lower, value in items]
         except (UnicodeDecodeError, TypeError, ValueError, AttributeError):
-            pass  # a non-ASCII header, or another layout: as the library's own items say
+            pass  # a Latin-1 header, or another layout: as the library's own items say
     raw = headers.raw
     try:
         return [(name.lower().decode("ascii"), value.decode("ascii")) for name, value in raw]
