@@ -221,6 +221,15 @@ class TestRequestDocument:
         parsed = importlib.import_module(library).Headers(headers)
         assert _header_pairs(parsed) == parsed.multi_items()
 
+    @pytest.mark.parametrize("library", ["httpx", "httpx2"])
+    def test_header_pairs_follow_an_encoding_set_by_hand(self, library: str) -> None:
+        """Headers told to decode as Latin-1 are read as Latin-1, UTF-8 bytes and all."""
+        from redactkey._transport import _header_pairs
+
+        parsed = importlib.import_module(library).Headers({"X-Utf8": "caf\u00e9".encode()})
+        parsed.encoding = "iso-8859-1"
+        assert _header_pairs(parsed) == parsed.multi_items() == [("x-utf8", "caf\u00c3\u00a9")]
+
 
 class TestResponseDocument:
     """The stored form of a response."""

@@ -58,13 +58,18 @@ def _library(request: Any) -> ModuleType:
     return module
 
 
+# What the library's own choice of a headers' encoding is before and after it chose one.
+_OWN_ENCODINGS: Final = (None, "ascii", "utf-8")
+
+
 def _header_pairs(headers: Any) -> list[tuple[str, str]]:
     """`headers.multi_items()` (lower-case names), decoded at once: the library's own
-    looks the encoding up again for every name and value. The library decodes every
-    header as ASCII when it can, else as UTF-8 when it can, else as Latin-1; when all of
-    them are UTF-8 (ASCII is), that is what `decode()` gives, with no codec named."""
+    looks the encoding up again for every name and value. Unless told otherwise, the
+    library decodes every header as ASCII when it can, else as UTF-8 when it can, else as
+    Latin-1; when all of them are UTF-8 (ASCII is), that is what `decode()` gives, with
+    no codec named. An encoding set on the headers by hand is the library's to apply."""
     items = getattr(headers, "_list", None)
-    if type(items) is list:
+    if type(items) is list and getattr(headers, "_encoding", None) in _OWN_ENCODINGS:
         # httpx and httpx2 keep (raw name, lower-case name, value) for every header:
         # the lower-case names are read as they are, without lowering each again.
         try:
