@@ -422,7 +422,6 @@ class TestHttpProjection:
             request_key("http", request_)
         assert info.value.pointer == pointer
 
-
     @pytest.mark.parametrize("url", [
         "http://h", "http://H.Example:8080/x", "http://h:", "http://h:0", "http://h:65535",
         "http://h:65536", "http://h:+80", "http://h:\uff18\uff10", "http://h:80a",

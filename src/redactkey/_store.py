@@ -53,7 +53,6 @@ __all__ = [
 MODEL_PREFIX = "@model."
 _KEY = KEY_PATTERN.strip("^$")
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*"
-_HEX_KEY = re.compile(r"[0-9a-f]{64}")  # (a compiled match costs less than strip(chars))
 
 
 @runtime_checkable
@@ -269,7 +268,7 @@ class FixtureDir:
             stem = _file_stem(kind)
             if len(self._stems) < 1024:  # a store sees a handful of kinds
                 self._stems[kind] = stem
-        if type(key) is not str or _HEX_KEY.fullmatch(key) is None:
+        if type(key) is not str or _KEY_ONLY.fullmatch(key) is None:  # (not strip(chars))
             _check_key(key)  # what a SHA-256 hex digest never is: the check names it
         return f"{stem}.{key}.json"
 
