@@ -101,6 +101,55 @@ class TestTransport:
                 }
                 assert store.gets == round_
 
+    def test_a_stream_the_request_does_not_ask_for_is_read_once(self, tmp_path: Path) -> None:
+        """A recorded stream the request does not announce is told from its file, and
+        that read is the one the replay uses."""
+        sse = b"data: {\"n\":1}\n\ndata: [DONE]\n\n"
+        inner = httpx2.MockTransport(lambda request: httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, content=sse))
+        recorder = FixtureTransport(FixtureDir(tmp_path), mode="record", inner=inner)
+        with httpx2.Client(transport=recorder) as client:
+            assert client.get("https://api.example.com/v1/events").content == sse
+        store = CountingStore(FixtureDir(tmp_path))
+        replay = FixtureTransport(store, mode="replay")  # type: ignore[arg-type]
+        with httpx2.Client(transport=replay) as client:
+            assert client.get("https://api.example.com/v1/events").content == sse
+        assert store.gets == 1
+
+
+class TestReplayedAnswer:
+    """`ModelFixtures.replayed_answer` replays an answer as `call` would, in one read; for
+    anything else it says no and the call that follows reuses its read."""
+
+    def test_an_answer_is_read_once(self, store: CountingStore) -> None:
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
+        assert fixtures.replayed_answer("chat", REQUEST) == (True, {"text": "recorded"})
+        assert store.gets == 1
+
+    def test_a_miss_is_left_to_the_call(self, tmp_path: Path) -> None:
+        store = CountingStore(FixtureDir(tmp_path / "empty"))
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
+        assert fixtures.replayed_answer("chat", REQUEST) == (False, None)
+        with pytest.raises(MissingFixtureError):
+            fixtures.call("chat", REQUEST, None)
+        assert store.gets == 1
+
+    def test_a_recorded_stream_is_left_to_the_stream(self, tmp_path: Path) -> None:
+        recorder = ModelFixtures(FixtureDir(tmp_path), mode="record", redactor=Redactor())
+        list(recorder.stream("chat", REQUEST, lambda: iter([{"t": "a"}, {"t": "b"}])))
+        store = CountingStore(FixtureDir(tmp_path))
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
+        assert fixtures.replayed_answer("chat", REQUEST) == (False, None)
+        assert fixtures.recorded_outcome("chat", REQUEST) == "chunks"
+        assert list(fixtures.stream("chat", REQUEST, None)) == [{"t": "a"}, {"t": "b"}]
+        assert store.gets == 1
+
+    @pytest.mark.parametrize("mode", ["record", "verify", "live"])
+    def test_other_modes_read_nothing(self, store: CountingStore, mode: Any) -> None:
+        fixtures = ModelFixtures(store, mode=mode, redactor=Redactor())
+        assert fixtures.replayed_answer("chat", REQUEST) == (False, None)
+        assert store.gets == 0
+
 
 class TestRecordedOutcome:
     """`ModelFixtures.recorded_outcome` names the outcome from the read the next call

@@ -480,6 +480,10 @@ class HttpFixtures:
         """The response to a request document, streamed or whole as the request, its
         recording or the live response says (see the module docstring). `open_stream`
         sends the request and returns the response unread."""
+        if not wants_stream(document):
+            replayed, answer = self.fixtures.replayed_answer(KIND, document)
+            if replayed:  # the common replay: keyed and read once, no live path built
+                return self._reply(answer, document, [])
         open_stream = _marked(open_stream)
         streams = self._streams(document)
         if streams is True:
@@ -585,6 +589,10 @@ class HttpFixtures:
         open_stream: Callable[[], Awaitable[AsyncLiveStream]],
     ) -> Reply | AsyncStreamReply:
         """Async twin of `exchange`."""
+        if not wants_stream(document):
+            replayed, answer = self.fixtures.replayed_answer(KIND, document)
+            if replayed:
+                return self._reply(answer, document, [])
         open_stream = _amarked(open_stream)
         streams = self._streams(document)
         if streams is True:

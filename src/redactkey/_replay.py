@@ -562,9 +562,26 @@ class ModelFixtures:
         same request object in this thread reuses the key and what was read; the file is
         read only as far as replaying its outcome needs."""
         call = self._key(kind, request, spec)
-        call.fixture = self._replayed(call)
+        if call.fixture is _UNREAD:  # (a call `replayed_answer` just read is read already)
+            call.fixture = self._replayed(call)
         self._remember(kind, request, spec, call)
         return None if call.fixture is None else call.fixture.outcome
+
+    def replayed_answer(self, kind: str, request: Any) -> tuple[bool, Any]:
+        """`(True, answer)` when `call(kind, request, live)` would replay a recorded answer
+        (mode replay or auto, no maximum age to check): the answer, read and reported as
+        `call` reads and reports it, keyed and read once. Otherwise `(False, None)`, and the
+        very next `call` / `stream` / `recorded_outcome` of this same request in this thread
+        reuses the key and what was read."""
+        if self.max_age is not None or (self.mode != "replay" and self.mode != "auto"):
+            return False, None
+        call = self._key(kind, request, None)
+        fixture = call.fixture = self._replayed(call)
+        if fixture is None or fixture.outcome != "answer":
+            self._remember(kind, request, None, call)
+            return False, None
+        self._lookup(call, True)
+        return True, self._answer_from(fixture, None)
 
     def _replayed(self, call: _Call) -> Fixture | None:
         """The stored fixture of `call` as replaying its outcome needs it."""
