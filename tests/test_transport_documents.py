@@ -15,6 +15,7 @@ from openai._streaming import SSEDecoder
 from redactkey._http import (
     RESPONSE_HEADERS,
     SSEParser,
+    _merge_headers,
     body_bytes,
     body_document,
     event_bytes,
@@ -215,20 +216,33 @@ class TestRequestDocument:
     ])
     def test_header_pairs_are_the_library_s_own(self, library: str, headers: Any) -> None:
         """The transport's decoding of a request's headers gives what `multi_items()`
-        gives, whatever the headers' encoding."""
-        from redactkey._transport import _header_pairs
+        gives, whatever the headers' encoding: as a map when no name is sent twice."""
+        from redactkey._transport import _header_map
 
         parsed = importlib.import_module(library).Headers(headers)
-        assert _header_pairs(parsed) == parsed.multi_items()
+        decoded = _header_map(parsed)
+        pairs = list(decoded.items()) if isinstance(decoded, dict) else decoded
+        assert pairs == parsed.multi_items()
+        assert _merge_headers(decoded) == _merge_headers(parsed.multi_items())
 
     @pytest.mark.parametrize("library", ["httpx", "httpx2"])
     def test_header_pairs_follow_an_encoding_set_by_hand(self, library: str) -> None:
         """Headers told to decode as Latin-1 are read as Latin-1, UTF-8 bytes and all."""
-        from redactkey._transport import _header_pairs
+        from redactkey._transport import _header_map
 
         parsed = importlib.import_module(library).Headers({"X-Utf8": "caf\u00e9".encode()})
         parsed.encoding = "iso-8859-1"
-        assert _header_pairs(parsed) == parsed.multi_items() == [("x-utf8", "caf\u00c3\u00a9")]
+        assert _header_map(parsed) == parsed.multi_items() == [("x-utf8", "caf\u00c3\u00a9")]
+
+    def test_headers_as_a_map_or_as_pairs_give_one_document(self) -> None:
+        """`request_document` takes a map of names as it takes pairs: names lower-cased,
+        and a map with upper-case names is lower-cased like pairs."""
+        pairs = [("Content-Type", "application/json"), ("X-Api-Key", "k")]
+        by_pairs = request_document("POST", "http://h/u", pairs, b"{}")
+        assert request_document("POST", "http://h/u", dict(pairs), b"{}") == by_pairs
+        lower = {"content-type": "application/json", "x-api-key": "k"}
+        assert request_document("POST", "http://h/u", lower, b"{}") == by_pairs
+        assert by_pairs["headers"] == lower
 
 
 class TestResponseDocument:

@@ -179,10 +179,16 @@ def _dumps(value: JSON) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _merge_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Header pairs as one map of lower-case names; a name sent twice holds its values
-    joined by ", ", in the order sent."""
-    pairs = headers if isinstance(headers, list) else list(headers)
+def _merge_headers(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> dict[str, str]:
+    """Header pairs (or a map) as one map of lower-case names; a name sent twice holds
+    its values joined by ", ", in the order sent."""
+    if type(headers) is dict:
+        names = "".join(headers)
+        if names.lower() == names:
+            return headers  # lower-case names already (an httpx request's, decoded)
+    pairs = headers if isinstance(headers, list) else list(
+        headers.items() if isinstance(headers, Mapping) else headers
+    )
     merged = dict(pairs)
     if len(merged) == len(pairs):
         names = "".join(merged)
@@ -245,9 +251,10 @@ def _stable_multipart(headers: dict[str, str], body: bytes) -> bytes:
 
 
 def request_document(
-    method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
+    method: str, url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str], body: bytes
 ) -> dict[str, JSON]:
-    """The HTTP request document keyed for kind ``"http"``.
+    """The HTTP request document keyed for kind ``"http"`` (`headers`: name-value pairs,
+    or a map of names to values).
 
     ``{"method", "url", "headers" (lower-case names), and at most one of "json" |
     "text" | "base64"}``. Which headers count toward the key is the HTTP `KeySpec`'s

@@ -62,17 +62,23 @@ def _library(request: Any) -> ModuleType:
 _OWN_ENCODINGS: Final = (None, "ascii", "utf-8")
 
 
-def _header_pairs(headers: Any) -> list[tuple[str, str]]:
-    """`headers.multi_items()` (lower-case names), decoded at once: the library's own
-    looks the encoding up again for every name and value. Unless told otherwise, the
-    library decodes every header as ASCII when it can, else as UTF-8 when it can, else as
-    Latin-1; when all of them are UTF-8 (ASCII is), that is what `decode()` gives, with
-    no codec named. An encoding set on the headers by hand is the library's to apply."""
+def _header_map(headers: Any) -> dict[str, str] | list[tuple[str, str]]:
+    """The headers of an httpx or httpx2 request as `request_document` takes them: a map
+    of lower-case names, decoded at once, when no name is sent twice (the common case),
+    else `headers.multi_items()` (lower-case names) for it to join. The library's own
+    items look the encoding up again for every name and value. Unless told otherwise,
+    the library decodes every header as ASCII when it can, else as UTF-8 when it can,
+    else as Latin-1; when all of them are UTF-8 (ASCII is), that is what `decode()`
+    gives, with no codec named. An encoding set on the headers by hand is the library's
+    to apply."""
     items = getattr(headers, "_list", None)
     if type(items) is list and getattr(headers, "_encoding", None) in _OWN_ENCODINGS:
         # httpx and httpx2 keep (raw name, lower-case name, value) for every header:
         # the lower-case names are read as they are, without lowering each again.
         try:
+            merged = {lower.decode(): value.decode() for _, lower, value in items}
+            if len(merged) == len(items):
+                return merged
             return [(lower.decode(), value.decode()) for _, lower, value in items]
         except (UnicodeDecodeError, TypeError, ValueError, AttributeError):
             pass  # a Latin-1 header, or another layout: as the library's own items say
@@ -329,7 +335,7 @@ class FixtureTransport(_TransportBase):
         """Answer one request of a sync httpx or httpx2 client."""
         library = _library(request)
         document = request_document(
-            request.method, str(request.url), _header_pairs(request.headers), request.read()
+            request.method, str(request.url), _header_map(request.headers), request.read()
         )
 
         def open_stream() -> LiveStream:
@@ -365,7 +371,7 @@ class FixtureTransport(_TransportBase):
         """Answer one request of an async httpx or httpx2 client."""
         library = _library(request)
         document = request_document(
-            request.method, str(request.url), _header_pairs(request.headers),
+            request.method, str(request.url), _header_map(request.headers),
             await request.aread(),
         )
 
