@@ -22,6 +22,7 @@ from redactkey._format import (
     parse_fixture,
     parse_replayed,
 )
+from redactkey._format import _member_at as member_at
 
 KEY = "0123456789abcdef" * 4
 SCHEMA_DIR = ROOT / "docs" / "schema"
@@ -315,6 +316,35 @@ class TestReplayedRead:
         other = "f" * 64
         assert parse_replayed("f.json", data, kind="text", key=other).request == {
             "prompt": "hi"}
+
+    @pytest.mark.parametrize("outcome_size", [10, 3_000, 5_000, 70_000])
+    @pytest.mark.parametrize("request_size", [10, 3_000, 5_000, 70_000])
+    def test_a_long_outcome_or_request_is_read_without_its_request(
+        self, outcome_size: int, request_size: int
+    ) -> None:
+        """The request member is found however long the outcome before it and the
+        request itself are (it is looked for from both ends of the file)."""
+        data = Fixture.model_validate(
+            _doc(chunks=[{"t": "a" * outcome_size}]) | {"request": {"p": "b" * request_size}}
+        ).dumps()
+        lean = parse_replayed("f.json", data, kind="text", key=KEY)
+        assert (lean.request, lean.chunks) == (None, [{"t": "a" * outcome_size}])
+
+
+class TestMemberAt:
+    """The search for the one request member from both ends gives what `find` gives."""
+
+    MEMBER = b'\n  "request": '
+
+    @pytest.mark.parametrize("size", [0, 13, 4_095, 4_096, 4_110, 20_480, 86_016])
+    def test_every_place_is_found(self, size: int) -> None:
+        places = {0, 1, 4_081, 4_082, 4_083, 4_095, 4_096, 16_383, 16_384, 20_470, 20_480,
+                  size // 2, size - len(self.MEMBER) - 1, size - len(self.MEMBER)}
+        for place in sorted(p for p in places if 0 <= p <= size - len(self.MEMBER)):
+            data = bytearray(b"x" * size)
+            data[place:place + len(self.MEMBER)] = self.MEMBER
+            assert member_at(bytes(data), self.MEMBER) == place
+        assert member_at(b"x" * size, self.MEMBER) == -1
 
 
 class TestDumpDocument:
