@@ -18,11 +18,13 @@ from redactkey._http import (
     _merge_headers,
     body_bytes,
     body_document,
+    chunk_bytes,
     event_bytes,
     is_environment_failure,
     iter_events,
     request_document,
     response_document,
+    stream_bytes,
 )
 
 # Control-free text, so an event survives a round trip unchanged.
@@ -243,6 +245,22 @@ class TestRequestDocument:
         lower = {"content-type": "application/json", "x-api-key": "k"}
         assert request_document("POST", "http://h/u", lower, b"{}") == by_pairs
         assert by_pairs["headers"] == lower
+
+
+class TestStreamBytes:
+    """A replayed stream's body is what its events give one by one."""
+
+    @pytest.mark.parametrize("events", [
+        [{"json": {"n": 1}}, {"json": [1, "two"]}, {"data": "[DONE]"}],
+        [{"event": "ping", "id": "7", "json": {"a": 1}}, {"retry": 10, "data": "x\ny"}],
+        [{"json": {"big": 2**70}}, {"json": {"n": 1}}],
+        [{"data": "only text"}],
+        [],
+    ], ids=["json-and-done", "fields", "beyond-64-bits", "text", "none"])
+    def test_the_body_joins_each_event(self, events: list[dict[str, Any]]) -> None:
+        expected = b"".join(chunk_bytes("text/event-stream", event) for event in events)
+        assert stream_bytes("text/event-stream", iter(events)) == expected
+        assert stream_bytes("text/event-stream; charset=utf-8", events) == expected
 
 
 class TestResponseDocument:

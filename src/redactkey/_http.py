@@ -586,7 +586,18 @@ def stream_bytes(content_type: str | None, chunks: Iterable[Mapping[str, JSON]])
     """Stored chunks of a streamed response back as the one body they make on the wire
     (what `chunk_bytes` gives chunk by chunk, joined): the encoder is chosen once."""
     if is_event_stream(content_type):
-        return b"".join([event_bytes(chunk) for chunk in chunks])
+        events = chunks if type(chunks) is list else list(chunks)
+        dumps = orjson.dumps
+        try:
+            # An event that is its JSON data alone (the common one) is written here, with
+            # no call per event; `event_bytes` writes the others ("data: [DONE]").
+            return b"".join([
+                b"data: " + dumps(event["json"]) + b"\n\n"
+                if len(event) == 1 and "json" in event else event_bytes(event)
+                for event in events
+            ])
+        except TypeError:  # an integer beyond 64 bits, which `event_bytes` can write
+            return b"".join([event_bytes(event) for event in events])
     return b"".join([chunk_bytes(content_type, chunk) for chunk in chunks])
 
 
