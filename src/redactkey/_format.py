@@ -426,7 +426,9 @@ def _replayed_fixture(data: bytes, kind: str, key: str) -> Fixture | None:
     chunks and whose key and kind are the ones asked for, is read this way."""
     if not data.endswith(_VERSION_TAIL):
         return None
-    at = _member_at(data, _REQUEST_MEMBER)
+    at = data.rfind(_REQUEST_MEMBER, -_FIRST_STEP)  # (the common file: a short request)
+    if at < 0:
+        at = _member_at(data, _REQUEST_MEMBER)
     if at <= 0 or data[at - 1] != 44:  # 44: the comma that ends the member before it
         return None
     doc = _trusted_json(data[: at - 1] + b"\n}")
