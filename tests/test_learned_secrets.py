@@ -20,6 +20,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mistralai.client import Mistral
 
 from redactkey import FixtureDir, FixtureTransport, Redactor, RunSecrets
@@ -127,6 +129,74 @@ class TestMistralSDK:
         replayed = _client(tmp_path, echo_server, _key(), "replay")
         answer = replayed.chat.complete(model="mistral-small-latest", messages=messages)
         assert "[REDACTED]" in str(answer.choices[0].message.content)
+
+
+# Header names a client sends, credential names among them, and values that may hold a
+# credential in text (a pair, a JSON document, a URL with a password, a percent escape).
+_HEADER_NAMES = st.sampled_from([
+    "host", "accept", "user-agent", "x-stainless-os", "content-length", "authorization",
+    "x-api-key", "api-key", "cookie", "x-debug", "x-meta", "X-Trace",
+])
+_PIECES = st.sampled_from([
+    "api_key=", "token: ", "password=", '{"api_key": "', "https://u:", "@h.example/",
+    "%41", "[", "{", "Bearer ", "=", ":", " ", "gzip, deflate", "application/json",
+])
+
+
+@st.composite
+def _header_values(draw: st.DrawFn) -> str:
+    pieces = draw(st.lists(_PIECES, max_size=4))
+    return "".join(pieces) + draw(st.sampled_from(["", _key()[:12], "q7Zx" * 5]))
+
+
+class TestHeadersLearnedAtOnce:
+    """`learn` proves ordinary headers hold no credential in one look at all their values;
+    what it learns is what walking every header learns."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(headers=st.dictionaries(_HEADER_NAMES, _header_values(), max_size=8),
+           body=_header_values())
+    def test_what_is_learned_is_what_the_full_walk_learns(
+        self, headers: dict[str, str], body: str
+    ) -> None:
+        request = {"method": "POST", "url": "https://api.example.com/v1?x=1",
+                   "headers": headers, "json": {"prompt": body}}
+        ours, theirs = RunSecrets({}), RunSecrets({})
+        at_once, walked = Redactor(ours), Redactor(theirs)
+        walked._named_headers_only = lambda request: request  # type: ignore[method-assign]
+        assert at_once.learn(request) == walked.learn(request)
+        assert ours.values() == theirs.values()
+
+    @pytest.mark.parametrize("value", [
+        "api_key={key}", '{{"api_key": "{key}"}}', "https://user:{key}@h.example/x",
+        "x; secret={key}", "[1, {{\"password\": \"{key}\"}}]",
+    ])
+    def test_a_credential_in_an_ordinary_header_is_learned(self, value: str) -> None:
+        key = _key()
+        redactor = Redactor(RunSecrets({}))
+        headers = {"host": "h.example", "accept": "*/*", "x-debug": value.format(key=key)}
+        assert redactor.learn({"method": "GET", "url": "https://h.example/",
+                               "headers": headers}) >= 1
+        assert key not in redactor.redact_text(f"echo {key}")
+
+    def test_the_header_names_are_classed_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A client's header names are classed on its first call; a new name later is."""
+        classed: list[str] = []
+        redactor = Redactor(RunSecrets({}))
+        key_class = redactor._key_class
+
+        def counted(name: str) -> int:
+            classed.append(name)
+            return key_class(name)
+
+        monkeypatch.setattr(redactor, "_key_class", counted)
+        headers = {"host": "h.example", "accept": "*/*", "authorization": f"Bearer {_key()}"}
+        request = {"method": "GET", "url": "https://h.example/", "headers": headers}
+        for _ in range(3):
+            redactor.learn(request)
+        assert sorted(n for n in classed if n in headers) == sorted(headers)
+        redactor.learn({**request, "headers": {**headers, "x-new": "v"}})
+        assert "x-new" in classed
 
 
 class TestLearn:

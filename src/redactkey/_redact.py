@@ -339,6 +339,7 @@ _Searched = tuple["_Known", list[tuple[int, int, int]]]
 
 
 _PASSED_OVER_MAX = 256  # stand-in credentials a redactor remembers passing over
+_HEADER_NAMES_MAX = 4096  # header names a redactor remembers the class of
 
 
 class _Known:
@@ -552,6 +553,11 @@ class Redactor:
         # (name, value) of credentials sent by name that `learn` has judged: every call of
         # a client sends the same key, and what was learned or passed over stays so.
         self._judged: set[tuple[str, str]] = set()
+        # Header names `learn` has classed: all of them, and those that send a credential
+        # by name. A client sends the same names on every call; the classes depend on the
+        # configured names alone, so redactors `over` other secrets share them.
+        self._header_names: set[str] = set()
+        self._credential_headers: set[str] = set()
         self._gate_names = frozenset(self._sensitive | self._sensitive_query)
         # The default placeholders pass with the default rules and names (the test suite
         # checks it); reading them anyway would load detect-secrets for a rule that one of
@@ -659,7 +665,7 @@ class Redactor:
         # are read one by one only where one search over them all finds what a credential
         # in text needs (docs/decisions/0172). Otherwise they hold none, and `found` is
         # what the walk reading each text would have found, in the same order.
-        self._credentials(request, found, 0, texts)
+        self._credentials(self._named_headers_only(request), found, 0, texts)
         if texts and not self._texts_hold_no_credentials(texts):
             found = []
             self._credentials(request, found, 0)
@@ -691,6 +697,44 @@ class Redactor:
             if len(judged) < _PASSED_OVER_MAX:
                 judged.add((name, value))
         return secrets.version - before
+
+    def _named_headers_only(self, request: Any) -> Any:
+        """`request` with only its headers that send a credential by name, when one look
+        at all the header values proves none of them holds a credential in text (as
+        `_texts_hold_no_credentials` reasons: no value opens as a document or holds `@`
+        or `%`, and where one holds `:` or `=`, no credential name is found in them);
+        else `request` itself. The walk then finds what it would find with every header
+        there, in the same order, without a step per header."""
+        if type(request) is not dict:
+            return request
+        headers = request.get("headers")
+        if type(headers) is not dict or len(headers) < 2:
+            return request
+        names = headers.keys()
+        if not names <= self._header_names:
+            for name in names - self._header_names:
+                if type(name) is not str or len(self._header_names) >= _HEADER_NAMES_MAX:
+                    return request
+                if self._key_class(name) == 1:
+                    self._credential_headers.add(name)
+                self._header_names.add(name)
+        try:
+            joined = _SEP.join(headers.values())
+        except TypeError:  # a value that is not a string: walked as it is
+            return request
+        if (len(joined) > _GATED_LENGTH or "@" in joined or "%" in joined
+                or joined[:1] in ("{", "[") or _SEP + "{" in joined or _SEP + "[" in joined):
+            return request
+        if ":" in joined or "=" in joined:
+            marks = self._name_marks()
+            if marks is None or marks.find(_SEP + joined.lower()):
+                return request
+        named = names & self._credential_headers
+        if len(named) > 1:
+            kept = {name: value for name, value in headers.items() if name in named}
+        else:
+            kept = {name: headers[name] for name in named}
+        return {**request, "headers": kept}
 
     def _credentials(
         self, value: Any, found: list[tuple[str, str]], depth: int,
