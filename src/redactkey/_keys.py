@@ -568,7 +568,7 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
         "url": f"{scheme}://{host}{parts.path or '/'}",
         "query": sorted(
             [name, value] for name, value in pairs if not _query_dropped(name, spec.drop_query)
-        ),
+        ) if pairs else [],
     }
     projection["body"] = _http_body(request, plain)
     if spec.headers:

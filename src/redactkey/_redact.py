@@ -449,8 +449,17 @@ def _hit_texts(
     for number, start, _ in hits:
         index = bisect.bisect_right(starts, start) - 1
         needs = conditions.get(number) if conditions else None
-        if needs is None or any(all(lit in texts[index] for lit in need) for need in needs):
+        if needs is None:
             out.add(index)
+            continue
+        text = texts[index]
+        for need in needs:  # (loops, not generators: most hits are of an unmet condition)
+            for literal in need:
+                if literal not in text:
+                    break
+            else:
+                out.add(index)
+                break
     return out
 
 
@@ -765,7 +774,10 @@ class Redactor:
                 else:
                     sensitive = isinstance(key, str) and self.is_sensitive_key(key)
                 if sensitive and _norm(key) not in ("cookie", "set-cookie"):
-                    found.extend((key, leaf) for leaf in _string_leaves(item))
+                    if type(item) is str:  # (a header's: no generator for the one leaf)
+                        found.append((key, item))
+                    else:
+                        found.extend((key, leaf) for leaf in _string_leaves(item))
                 elif type(item) is str:  # the common leaf, read (or set aside) here
                     if len(item) >= 8 and depth < MAX_NESTING:
                         if texts is None:
@@ -945,7 +957,8 @@ class Redactor:
                 flagged |= _hit_texts(more, short)
         if "%" in joined:
             flagged.update(i for i, text in enumerate(short) if _ESCAPE.search(text))
-        suspects.extend(short[i] for i in sorted(flagged))
+        if flagged:
+            suspects.extend(short[i] for i in sorted(flagged))
         return suspects
 
     def _text_credentials(self, text: str, found: list[tuple[str, str]], depth: int) -> None:
