@@ -48,14 +48,23 @@ __all__ = ["FixtureTransport", "ForwardingTransport"]
 
 def _library(request: Any) -> ModuleType:
     """httpx or httpx2: the library whose request this is, which builds the response."""
-    name = type(request).__module__.split(".", 1)[0]
+    request_type = type(request)
+    module = _LIBRARIES.get(request_type)
+    if module is not None:
+        return module
+    name = request_type.__module__.split(".", 1)[0]
     module = sys.modules.get(name)
     if name not in ("httpx", "httpx2") or module is None:
         raise UsageError(
-            f"FixtureTransport serves httpx and httpx2 clients, not a {type(request).__name__} "
+            f"FixtureTransport serves httpx and httpx2 clients, not a {request_type.__name__} "
             f"from {name!r}; pass it as `transport=` to an httpx or httpx2 client"
         )
+    if len(_LIBRARIES) < 16:  # httpx's and httpx2's request classes (and subclasses)
+        _LIBRARIES[request_type] = module
     return module
+
+
+_LIBRARIES: dict[type, ModuleType] = {}
 
 
 # What the library's own choice of a headers' encoding is before and after it chose one.
