@@ -477,11 +477,18 @@ def wants_stream(document: Mapping[str, JSON]) -> bool:
     url = str(document.get("url", ""))
     if "?" in url and ("alt", "sse") in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query):
         return True
-    accept = str(document.get("headers", {}).get("accept", ""))
-    for part in accept.split(","):  # noqa: SIM110 (a loop: no generator for the one part)
-        if is_stream_type(part):
-            return True
-    return False
+    headers = document.get("headers")
+    accept = str(headers.get("accept", "")) if headers else ""
+    streams = _STREAMING_ACCEPTS.get(accept)
+    if streams is None:  # (a client sends the same Accept on every call: read it once)
+        streams = any(is_stream_type(part) for part in accept.split(","))
+        if len(_STREAMING_ACCEPTS) < 256:
+            _STREAMING_ACCEPTS[accept] = streams
+    return streams
+
+
+# Accept headers read by `wants_stream`, and whether each names a stream type.
+_STREAMING_ACCEPTS: dict[str, bool] = {}
 
 
 def refuses_stream(document: Mapping[str, JSON]) -> bool:
