@@ -25,6 +25,7 @@ from redactkey._http import (
     request_document,
     response_document,
     stream_bytes,
+    wants_stream,
 )
 
 # Control-free text, so an event survives a round trip unchanged.
@@ -245,6 +246,26 @@ class TestRequestDocument:
         lower = {"content-type": "application/json", "x-api-key": "k"}
         assert request_document("POST", "http://h/u", lower, b"{}") == by_pairs
         assert by_pairs["headers"] == lower
+
+
+class TestWantsStream:
+    """Whether a request asks for a streamed answer, read again and again alike."""
+
+    @pytest.mark.parametrize(("document", "streams"), [
+        ({"headers": {"accept": "text/event-stream"}}, True),
+        ({"headers": {"accept": "application/json, text/event-stream;q=0.9"}}, True),
+        ({"headers": {"accept": "application/x-ndjson"}}, True),
+        ({"headers": {"accept": "application/json"}}, False),
+        ({"headers": {"accept": "*/*"}}, False),
+        ({"headers": {}}, False),
+        ({}, False),
+        ({"json": {"stream": True}, "headers": {"accept": "application/json"}}, True),
+        ({"json": {"stream": False}}, False),
+        ({"url": "https://g.example/v1:stream?alt=sse", "headers": {"accept": "*/*"}}, True),
+    ])
+    def test_the_request_says(self, document: dict[str, Any], streams: bool) -> None:
+        assert [wants_stream({"url": "https://h.example/", **document})
+                for _ in range(3)] == [streams] * 3
 
 
 class TestStreamBytes:
