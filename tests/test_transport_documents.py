@@ -247,6 +247,15 @@ class TestRequestDocument:
         assert request_document("POST", "http://h/u", lower, b"{}") == by_pairs
         assert by_pairs["headers"] == lower
 
+    def test_a_map_of_headers_is_not_the_document_s(self) -> None:
+        """The document holds its own map: a multipart boundary made stable there leaves
+        the caller's map as it was."""
+        headers = {"content-type": "multipart/form-data; boundary=a1b2c3"}
+        document = request_document("POST", "http://h/u", headers, b"--a1b2c3--")
+        assert headers == {"content-type": "multipart/form-data; boundary=a1b2c3"}
+        assert document["headers"] is not headers
+        assert "a1b2c3" not in document["headers"]["content-type"]
+
 
 class TestWantsStream:
     """Whether a request asks for a streamed answer, read again and again alike."""

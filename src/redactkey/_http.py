@@ -185,7 +185,7 @@ def _merge_headers(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> di
     if type(headers) is dict:
         names = "".join(headers)
         if names.lower() == names:
-            return headers  # lower-case names already (an httpx request's, decoded)
+            return dict(headers)  # lower-case names already (an httpx request's, decoded)
     pairs = headers if isinstance(headers, list) else list(
         headers.items() if isinstance(headers, Mapping) else headers
     )
