@@ -49,7 +49,6 @@ from ._http import (
     chunk_bytes,
     chunk_documents,
     content_type_of,
-    event_bytes,
     head_document,
     is_environment_failure,
     is_stream_type,
@@ -421,7 +420,7 @@ class HttpFixtures:
             return _whole(seen[-1])
         status, headers = self._head(answer, document)
         if "events" in answer:
-            content = b"".join(event_bytes(event) for event in answer["events"])
+            content = stream_bytes("text/event-stream", answer["events"])
         else:
             content = body_bytes(answer)
         return Reply(status, list(headers.items()), content, live=False)
