@@ -321,6 +321,35 @@ class TestHttpProjection:
             "body": {"json": {"x": 1}},
         }
 
+    def test_a_url_is_projected_alike_each_time(self) -> None:
+        """A query-less URL's projection is remembered; one with a query or userinfo is
+        worked out each time, so nothing a URL sends is held; the projections agree."""
+        from redactkey import _keys
+
+        plain = "HTTPS://Memo.Example.com:443/v1/chat"
+        sent = ["https://memo.example.com/v1/chat?key=abc",
+                "https://u:pw@memo.example.com/v1/chat"]
+        for _ in range(2):
+            for url in [plain, *sent]:
+                assert key_material("http", self._request(url=url))["request"]["url"] == (
+                    "https://memo.example.com/v1/chat")
+        held = [url for url, _ in _keys._URLS]
+        assert plain in held
+        assert not set(sent) & set(held)
+        aliased = KeySpec.http().with_hosts({"memo.example.com": "https://alias.example"})
+        assert key_material("http", self._request(url=plain), spec=aliased)["request"][
+            "url"] == "https://alias.example/v1/chat"
+
+    def test_the_remembered_urls_are_bounded(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from redactkey import _keys
+
+        monkeypatch.setattr(_keys, "_URLS", {})
+        for n in range(_keys._URLS_MAX + 50):
+            key_material("http", self._request(url=f"https://h.example/{n}"))
+        assert len(_keys._URLS) == _keys._URLS_MAX
+        url = key_material("http", self._request(url="https://h.example/late"))["request"]["url"]
+        assert url == "https://h.example/late"
+
     def test_ipv6_host_keeps_brackets(self) -> None:
         """An IPv6 literal stays bracketed so the port cannot run into it."""
         material = key_material("http", self._request(url="http://[::1]:8080/x"))

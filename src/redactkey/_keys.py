@@ -544,28 +544,15 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
             "", "an HTTP request needs string 'method' and 'url' members",
             "pass the request document described in docs/keys.md",
         )
-    try:
-        parts = urllib.parse.urlsplit(url)
-        host, port = _host_and_port(parts)
-    except ValueError as exc:
-        raise CanonicalizationError("/url", f"the url cannot be parsed ({exc})",
-                                    "pass an absolute http(s) URL") from None
-    scheme = parts.scheme.lower()
-    if not scheme or not host:
-        raise CanonicalizationError("/url", "the url is not absolute (no scheme or host)",
-                                    "pass an absolute URL such as https://host/path")
-    if ":" in host:
-        host = f"[{host}]"  # IPv6 literal
-    if port is not None and port != _DEFAULT_PORTS.get(scheme):
-        host = f"{host}:{port}"
-    canonical = dict(spec.hosts).get(host) if spec.hosts else None
-    if canonical is not None:
-        scheme, host = canonical.split("://", 1)
-    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if parts.query else []
+    projected = _URLS.get((url, spec.hosts))
+    if projected is None:
+        projected = _projected_url(url, spec.hosts)
+    query = projected[1]
+    pairs = urllib.parse.parse_qsl(query, keep_blank_values=True) if query else []
     pairs += _projected_query(request.get("query"))
     projection: dict[str, JSONValue] = {
         "method": method.upper(),
-        "url": f"{scheme}://{host}{parts.path or '/'}",
+        "url": projected[0],
         "query": sorted(
             [name, value] for name, value in pairs if not _query_dropped(name, spec.drop_query)
         ) if pairs else [],
@@ -586,6 +573,38 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
     if not spec.ignore and (spec.fields is None or spec.fields.issuperset(projection)):
         return projection  # every member counts (the default spec's case)
     return {name: item for name, item in projection.items() if spec.counts(name)}
+
+
+# The projections of URLs with no query or userinfo, by URL and host aliases: a client
+# calls a handful of endpoints, each on every call (nothing a URL sends is held here).
+_URLS: dict[tuple[str, Any], tuple[str, str]] = {}
+_URLS_MAX: Final = 1024
+
+
+def _projected_url(url: str, hosts: Any) -> tuple[str, str]:
+    """`scheme://host[:port]/path` of `url` as its key counts it (lower-case scheme and
+    host, no default port, `hosts` aliases applied), and its query string."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host, port = _host_and_port(parts)
+    except ValueError as exc:
+        raise CanonicalizationError("/url", f"the url cannot be parsed ({exc})",
+                                    "pass an absolute http(s) URL") from None
+    scheme = parts.scheme.lower()
+    if not scheme or not host:
+        raise CanonicalizationError("/url", "the url is not absolute (no scheme or host)",
+                                    "pass an absolute URL such as https://host/path")
+    if ":" in host:
+        host = f"[{host}]"  # IPv6 literal
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        host = f"{host}:{port}"
+    canonical = dict(hosts).get(host) if hosts else None
+    if canonical is not None:
+        scheme, host = canonical.split("://", 1)
+    projected = (f"{scheme}://{host}{parts.path or '/'}", parts.query)
+    if "?" not in url and "@" not in url and len(_URLS) < _URLS_MAX:
+        _URLS[(url, hosts)] = projected
+    return projected
 
 
 def _host_and_port(parts: urllib.parse.SplitResult) -> tuple[str, int | None]:
