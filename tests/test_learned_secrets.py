@@ -199,6 +199,71 @@ class TestHeadersLearnedAtOnce:
         assert "x-new" in classed
 
 
+_MEMBER_NAMES = st.sampled_from([
+    "prompt", "messages", "content", "model", "api_key", "token", "x-meta", "longer_name",
+    "{x", "a@b.example", "caf\u00e9", "role",
+])
+_JSON_VALUES = st.recursive(
+    st.one_of(_header_values(), st.integers(-5, 2**60), st.floats(allow_nan=False),
+              st.booleans(), st.none()),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.tuples(st.sampled_from(["api-key", "role", "password"]), _header_values()).map(list),
+        st.dictionaries(_MEMBER_NAMES, children, max_size=3),
+    ),
+    max_leaves=8,
+)
+
+
+class TestLearnedAndKeptAtOnce:
+    """`learn_and_redact_kept(request, part)` walks the members in `part` once for both;
+    what it learns and hands back is what `learn(request)` then `redact_kept(part)` do."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(headers=st.dictionaries(_HEADER_NAMES, _header_values(), max_size=5),
+           body=_JSON_VALUES,
+           url=st.sampled_from(["https://api.example.com/v1?x=1", "https://h.example/a",
+                                "https://u:{key}@h.example/", "https://h.example/?key={key}"]),
+           counted=st.sampled_from([("method", "url", "json"), ("url", "json", "headers"),
+                                    ("json",), ()]))
+    def test_what_is_learned_and_kept_is_what_the_two_walks_give(
+        self, headers: dict[str, str], body: Any, url: str, counted: tuple[str, ...]
+    ) -> None:
+        request = {"method": "POST", "url": url.format(key=_key()), "headers": headers,
+                   "json": body}
+        part = {name: item for name, item in request.items() if name in counted}
+        ours, theirs = RunSecrets({}), RunSecrets({})
+        at_once, apart = Redactor(ours), Redactor(theirs)
+        kept, canonical = at_once.learn_and_redact_kept(request, part)
+        apart.learn(request)
+        kept_apart, canonical_apart = apart.redact_kept(part)
+        assert ours.values() == theirs.values()
+        assert json.dumps(kept) == json.dumps(kept_apart)
+        assert canonical == canonical_apart
+        assert (kept is part) == (kept_apart is part)
+
+    def test_the_counted_members_are_walked_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        redactor = Redactor(RunSecrets({}))
+        body = {"messages": [{"role": "user", "content": "a prompt of some words"}]}
+        request = {"method": "POST", "url": "https://h.example/v1",
+                   "headers": {"host": "h.example", "authorization": f"Bearer {_key()}"},
+                   "json": body}
+        walked: list[Any] = []
+        credentials = redactor._credentials
+
+        def counted(value: Any, *args: Any) -> None:
+            walked.append(value)
+            credentials(value, *args)
+
+        monkeypatch.setattr(redactor, "_credentials", counted)
+        part = {name: request[name] for name in ("method", "url", "json")}
+        assert redactor.learn_and_redact_kept(request, part) == (part, True)
+        assert walked
+        assert not any(value is body for value in walked)
+        assert redactor.redact_text(str(request["headers"]["authorization"])) != (
+            request["headers"]["authorization"])  # the key was learned all the same
+
+
 class TestLearn:
     """`Redactor.learn` takes credentials by name from a request."""
 

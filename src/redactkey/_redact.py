@@ -678,6 +678,41 @@ class Redactor:
         if texts and not self._texts_hold_no_credentials(texts):
             found = []
             self._credentials(request, found, 0)
+        return self._learn_found(found)
+
+    def learn_and_redact_kept(self, request: Any, part: Any) -> tuple[Any, bool]:
+        """`learn(request)`, then `redact_kept(part)`, where `part` holds some members of
+        the dict `request` as they are (`counted_part`): the members in `part` are walked
+        once for both (docs/decisions/0180).
+
+        When `part` is plain JSON data with no credential-named member or pair, what
+        `learn` would find in it is only what its texts hold in text, and the texts
+        `redact_kept` reads are those `learn` reads (and member names): the rest of
+        `request` is walked as `learn` walks it, and one look at all the texts proves
+        they hold no credential, or `learn` walks the whole request after all.
+        """
+        texts: list[str] = []
+        marks: list[bool] = []
+        if (type(request) is not dict or type(part) is not dict
+                or not self._plain_texts(part, texts, 0, marks)):
+            self.learn(request)
+            return self.redact_kept(part)
+        found: list[tuple[str, str]] = []
+        if len(part) < len(request):
+            rest = {name: item for name, item in request.items() if name not in part}
+            rest_texts: list[str] = []
+            self._credentials(self._named_headers_only(rest), found, 0, rest_texts)
+            read = rest_texts + texts if rest_texts else texts
+        else:
+            read = texts
+        if read and not self._texts_hold_no_credentials(read):
+            found = []
+            self._credentials(request, found, 0)
+        self._learn_found(found)
+        return self._kept_texts(part, texts, marks)
+
+    def _learn_found(self, found: list[tuple[str, str]]) -> int:
+        """Take the (name, value) credentials `found` into the run's secrets (`learn`)."""
         if not found:
             return 0
         secrets = self._secrets
@@ -859,6 +894,11 @@ class Redactor:
         marks: list[bool] = []  # a float or a non-ASCII member name was met
         if not self._plain_texts(value, texts, 0, marks):
             return self.redact(value), False
+        return self._kept_texts(value, texts, marks)
+
+    def _kept_texts(self, value: Any, texts: list[str], marks: list[bool]) -> tuple[Any, bool]:
+        """`redact_kept(value)` for plain `value`, whose texts and marks `_plain_texts`
+        took."""
         for text in self._suspect_texts(texts) if texts else ():
             if self._str(text, "", None, 0) != text:
                 return self.redact(value), False

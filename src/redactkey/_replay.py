@@ -502,13 +502,12 @@ class ModelFixtures:
         # redacted: an answer that echoes one loses it. In replay too, so that a dummy key
         # echoed into a prompt is keyed the way the live one was.
         redactor = self.redactor
-        redactor.learn(request)
         if type(redactor) is Redactor:
-            # `redact_kept` hands back the request's own part when redaction would change
-            # nothing, and says when orjson writes it canonically as it is.
+            # `learn_and_redact_kept` hands back the request's own part when redaction
+            # would change nothing, and says when orjson writes it canonically as it is.
             spec = spec or self.spec_for(kind)
             part = counted_part(request, spec)
-            redacted, canonical = redactor.redact_kept(part)
+            redacted, canonical = redactor.learn_and_redact_kept(request, part)
             material, key = redacted_material_and_key(
                 kind, redacted, spec, orjson_canonical=canonical
             )
@@ -516,6 +515,7 @@ class ModelFixtures:
                 # The material holds the caller's own data: copy what may be written later.
                 material = _copy_json(material)
             return _Call(kind, material, key)
+        redactor.learn(request)
         material, key = material_and_key(
             kind, request, spec=spec or self.spec_for(kind), redactor=redactor
         )
