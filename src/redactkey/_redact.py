@@ -29,7 +29,7 @@ import string
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from pydantic import BaseModel, SecretBytes, SecretStr
 
@@ -423,6 +423,9 @@ _KEY_ENDS = ("\"", "'", "\\", " ", "\t", ":", "=")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _GATED_LENGTH = 4096  # longer texts are read alone: their own search is their only one
 _GATED_DEPTH = 64
+_LONG_NAME: Final = 1  # (`_plain_name`'s codes)
+_NON_ASCII_NAME: Final = 2
+_PLAIN_NAMES_MAX: Final = 65536
 
 
 @functools.lru_cache(maxsize=16)
@@ -541,6 +544,8 @@ class Redactor:
         self._sensitive_query = (SENSITIVE_QUERY_KEYS | self._sensitive) - safe
         self._safe = safe
         self._key_classes: dict[str, int] = {}
+        # What `_plain_texts` makes of each member name it met (`_plain_name`).
+        self._plain_names: dict[str, int] = {}
         ours = re.escape(placeholder).replace(re.escape("{label}"), r"[A-Za-z0-9_.:\-]*")
         self._placeholder_re = re.compile(
             "|".join(
@@ -920,20 +925,19 @@ class Redactor:
             return True
         if depth > _GATED_DEPTH:
             return False
-        classes = self._key_classes
         if kind is dict:
+            names = self._plain_names
             for key, item in value.items():
-                if type(key) is not str:
-                    return False
-                klass = classes.get(key)
-                if klass is None:
-                    klass = self._key_class(key)
-                if klass:
-                    return False
-                if len(key) >= 8:
-                    texts.append(key)
-                if not key.isascii():
-                    marks.append(True)
+                code = names.get(key) if type(key) is str else -1
+                if code is None:
+                    code = self._plain_name(key)
+                if code:  # (a name that is long, not ASCII or not plain: rare)
+                    if code < 0:
+                        return False
+                    if code & _LONG_NAME:
+                        texts.append(key)
+                    if code & _NON_ASCII_NAME:
+                        marks.append(True)
                 kind = type(item)
                 if kind is str:
                     if len(item) >= 8:
@@ -961,6 +965,17 @@ class Redactor:
                     return False
             return True
         return False
+
+    def _plain_name(self, key: str) -> int:
+        """What `_plain_texts` makes of a member name: -1 when it names a credential (or
+        may: class 2), else `_LONG_NAME` when it is read as a text and `_NON_ASCII_NAME`
+        when it is not ASCII. Remembered per name (a client sends the same few)."""
+        if self._key_class(key):
+            return -1
+        code = (_LONG_NAME if len(key) >= 8 else 0) | (0 if key.isascii() else _NON_ASCII_NAME)
+        if len(self._plain_names) < _PLAIN_NAMES_MAX:
+            self._plain_names[key] = code
+        return code
 
     def _suspect_texts(self, texts: list[str]) -> list[str]:
         """The texts whose redaction may differ from them: those in which one search over
