@@ -255,6 +255,24 @@ class TestConditionalKeywords:
         assert redactor.redact_lean({"u": userinfo}) == {
             "u": "https://app:[REDACTED]@db.example.test/x"}
 
+    def test_hits_whose_literal_is_nowhere_are_dropped_at_once(self) -> None:
+        """A hit is dropped before the texts are told apart only when what it needs is in
+        none of them; where it is in any text, every hit is kept for `_hit_texts`."""
+        from redactkey._redact import _unmet_dropped
+
+        conditions = {0: (("@",),), 1: (("x", "y"), ("z",))}
+        hits = [(0, 1, 4), (1, 9, 11)]
+        assert _unmet_dropped(hits, conditions, "\0https://a\0b:c") == []
+        assert _unmet_dropped(hits, conditions, "\0https://a\0me@b") == hits
+        assert _unmet_dropped(hits, conditions, "\0https://a\0x alone") == []
+        assert _unmet_dropped(hits, conditions, "\0https://a\0x and y") == hits
+        assert _unmet_dropped(hits, conditions, "\0https://a\0z") == hits
+        assert _unmet_dropped([*hits, (2, 0, 1)], conditions, "\0plain") == [*hits, (2, 0, 1)]
+        # the `@` in another text than the URL's: the URL is still not read alone
+        redactor = Redactor(RunSecrets({}))
+        url = "https://api.example.test/v1/chat/completions"
+        assert redactor._suspect_texts([url, "write to me@example.test"]) == []
+
     def test_a_keyword_that_is_also_a_secret_s_spelling_counts_everywhere(self) -> None:
         """A literal of the search that is both a conditional keyword and another of its
         literals (a secret spelled the same, say) counts in every text."""

@@ -466,6 +466,27 @@ def _hit_texts(
     return out
 
 
+def _unmet_dropped(
+    hits: list[tuple[int, int, int]],
+    conditions: Mapping[int, tuple[tuple[str, ...], ...]],
+    joined: str,
+) -> list[tuple[int, int, int]]:
+    """`hits`, or none when every one is of a literal whose every alternative in
+    `conditions` needs a literal that `joined` (all the texts) holds nowhere: no single
+    text can hold it then (every URL holds `://`, few hold the `@` it needs)."""
+    for number, _, _ in hits:
+        needs = conditions.get(number)
+        if needs is None:
+            return hits
+        for need in needs:
+            for literal in need:
+                if literal not in joined:
+                    break
+            else:
+                return hits  # met somewhere: `_hit_texts` tells in which text
+    return []
+
+
 @functools.lru_cache(maxsize=16)
 def _gate_conditions(
     gate: Literals, detectors: Detectors
@@ -1005,6 +1026,8 @@ class Redactor:
         gate = _gate_of(literals)
         hits = gate.find(joined)
         conditions = _gate_conditions(gate, self._detectors)
+        if hits and conditions:
+            hits = _unmet_dropped(hits, conditions, joined)
         flagged = _hit_texts(hits, short, conditions) if hits else set()
         if known is not None and known.added is not None:
             more = known.added.find(joined)
