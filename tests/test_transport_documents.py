@@ -216,6 +216,10 @@ class TestRequestDocument:
         [("X-Dup", "1"), ("x-dup", "2")],
         {"X-Utf8": "caf\u00e9".encode()},
         {"X-Latin1": b"\xe9\xff"},
+        {"X-Utf8": "caf\u00e9".encode(), "X-Latin1": b"\xe9\xff", "Host": "h"},
+        {"X-Nul": b"a\x00b", "X-Other": "c"},
+        {"X-Split": "\u00e9".encode()[:1], "X-Rest": "\u00e9".encode()[1:]},
+        {},
     ])
     def test_header_pairs_are_the_library_s_own(self, library: str, headers: Any) -> None:
         """The transport's decoding of a request's headers gives what `multi_items()`
