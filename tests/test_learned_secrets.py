@@ -167,6 +167,66 @@ class TestHeadersLearnedAtOnce:
         assert at_once.learn(request) == walked.learn(request)
         assert ours.values() == theirs.values()
 
+    @settings(max_examples=100, deadline=None)
+    @given(calls=st.lists(st.tuples(
+        st.dictionaries(_HEADER_NAMES, _header_values(), max_size=5),
+        st.sampled_from(["127.0.0.1:8080", "h.example", "api-key:4d9Q7zXw2LmP", "h:1:2"]),
+        st.sampled_from(["https://h.example:8443/v1", "https://h.example/v1?token=a1b2c3d4e5f6",
+                         "http://127.0.0.1:9/x", _key()[:12]]),
+    ), min_size=1, max_size=6))
+    def test_what_is_learned_call_after_call_is_what_the_full_walk_learns(
+        self, calls: list[tuple[dict[str, str], str, str]]
+    ) -> None:
+        """One redactor over a run's calls remembers the hosts and URLs it searched; what
+        it learns after each call is what walking every text of every call learns."""
+        ours, theirs = RunSecrets({}), RunSecrets({})
+        at_once, walked = Redactor(ours), Redactor(theirs)
+        walked._named_headers_only = lambda request: request  # type: ignore[method-assign]
+        walked._texts_hold_no_credentials = lambda texts: False  # type: ignore[method-assign]
+        for headers, host, url in calls:
+            request = {"method": "POST", "url": url, "headers": {**headers, "host": host},
+                       "json": {"prompt": url}}
+            assert at_once.learn(request) == walked.learn(request)
+            assert ours.values() == theirs.values()
+
+    def test_a_client_s_host_and_url_are_searched_once(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A host with a port and a URL holding ':' are searched for credential names on
+        the first call only; a host that does name one is searched on every call."""
+        from redactkey import _redact
+
+        redactor = Redactor(RunSecrets({}))
+        searched: list[str] = []
+        find = _redact.Literals.find
+
+        def counted(self: Any, text: str) -> Any:
+            searched.append(text)
+            return find(self, text)
+
+        monkeypatch.setattr(_redact.Literals, "find", counted)
+        marks = redactor._name_marks()
+        headers = {"host": "127.0.0.1:8080", "accept": "*/*",
+                   "authorization": f"Bearer {_key()}"}
+        request = {"method": "POST", "url": "http://127.0.0.1:8080/v1", "headers": headers}
+        for _ in range(3):
+            redactor.learn(request)
+        by_marks = [t for t in searched if marks is not None and t.startswith("\x00")]
+        assert len([t for t in by_marks if "8080" in t]) == 2  # the headers, the URL: once
+        named = {**headers, "host": "api-key:8080"}
+        per_call = []
+        for _ in range(3):
+            searched.clear()
+            redactor.learn({**request, "headers": named})
+            per_call.append(len([t for t in searched if "api-key:8080" in t]))
+        assert per_call[0] >= 1
+        assert per_call == [per_call[0]] * 3
+        # what one redactor remembers, another over other secrets shares: only the
+        # texts that name no credential, so the other learns this one's all the same
+        keyed = {**headers, "host": "h.example", "x-debug": f"api_key={_key()}"}
+        redactor.learn({**request, "headers": keyed})
+        assert redactor.over(RunSecrets({})).learn({**request, "headers": keyed}) >= 1
+
     @pytest.mark.parametrize("value", [
         "api_key={key}", '{{"api_key": "{key}"}}', "https://user:{key}@h.example/x",
         "x; secret={key}", "[1, {{\"password\": \"{key}\"}}]",

@@ -426,6 +426,8 @@ _GATED_DEPTH = 64
 _LONG_NAME: Final = 1  # (`_plain_name`'s codes)
 _NON_ASCII_NAME: Final = 2
 _PLAIN_NAMES_MAX: Final = 65536
+_UNMARKED_LENGTH: Final = 512  # (`_remember_unmarked`)
+_UNMARKED_MAX: Final = 4096
 
 
 @functools.lru_cache(maxsize=16)
@@ -567,6 +569,8 @@ class Redactor:
         self._key_classes: dict[str, int] = {}
         # What `_plain_texts` makes of each member name it met (`_plain_name`).
         self._plain_names: dict[str, int] = {}
+        # Short texts holding ':' or '=' in which a search found no credential-name mark.
+        self._unmarked: set[str] = set()
         ours = re.escape(placeholder).replace(re.escape("{label}"), r"[A-Za-z0-9_.:\-]*")
         self._placeholder_re = re.compile(
             "|".join(
@@ -796,9 +800,18 @@ class Redactor:
                 or joined[:1] in ("{", "[") or _SEP + "{" in joined or _SEP + "[" in joined):
             return request
         if ":" in joined or "=" in joined:
-            marks = self._name_marks()
-            if marks is None or marks.find(_SEP + joined.lower()):
-                return request
+            # Where only the host value holds ':' (a port) and no value holds '=', it is
+            # the one value that could pair a name with a value: one already searched
+            # and found to hold no credential name is not searched again.
+            host = headers.get("host")
+            host = host if type(host) is str else ""
+            alone = "=" not in joined and joined.count(":") == host.count(":")
+            if not alone or host not in self._unmarked:
+                marks = self._name_marks()
+                if marks is None or marks.find(_SEP + joined.lower()):
+                    return request
+                if alone:
+                    self._remember_unmarked(host)
         named = names & self._credential_headers
         if len(named) > 1:
             kept = {name: value for name, value in headers.items() if name in named}
@@ -875,10 +888,13 @@ class Redactor:
             return False
         suspects: list[str] = []
         paired: list[str] = []
+        unmarked = self._unmarked
         for text in texts:
             if text[0] in "{[" or "@" in text or "%" in text:
                 suspects.append(text)
             elif ":" in text or "=" in text:
+                if text in unmarked:
+                    continue  # searched before (a client's URL): no credential name in it
                 # a long text is read alone at once: the pair searches cost less than a
                 # second pass of it lower-cased through the names
                 (suspects if len(text) > _GATED_LENGTH else paired).append(text)
@@ -887,14 +903,25 @@ class Redactor:
             # (each text alone: lower() may change the length of a non-ASCII one).
             lowered = [text.lower() for text in paired]
             hits = names.find(_SEP + _SEP.join(lowered))
-            if hits:
-                suspects.extend(paired[i] for i in sorted(_hit_texts(hits, lowered)))
+            marked = _hit_texts(hits, lowered) if hits else set()
+            if marked:
+                suspects.extend(paired[i] for i in sorted(marked))
+            for i, text in enumerate(paired):
+                if i not in marked:
+                    self._remember_unmarked(text)
         for text in suspects:
             found: list[tuple[str, str]] = []
             self._text_credentials(text, found, 0)
             if found:
                 return False
         return True
+
+    def _remember_unmarked(self, text: str) -> None:
+        """Remember that a search of the credential-name marks found none in `text` (a
+        short ASCII one: a client sends the same URL and host on every call)."""
+        if (len(text) <= _UNMARKED_LENGTH and text.isascii()
+                and len(self._unmarked) < _UNMARKED_MAX):
+            self._unmarked.add(text)
 
     def _name_marks(self) -> Literals | None:
         """Every spelling of every credential name (lower case, `-` or `_` between its
