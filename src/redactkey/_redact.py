@@ -728,18 +728,37 @@ class Redactor:
             self.learn(request)
             return self.redact_kept(part)
         found: list[tuple[str, str]] = []
+        read = texts
         if len(part) < len(request):
             rest = {name: item for name, item in request.items() if name not in part}
-            rest_texts: list[str] = []
-            self._credentials(self._named_headers_only(rest), found, 0, rest_texts)
-            read = rest_texts + texts if rest_texts else texts
-        else:
-            read = texts
+            named = self._named_headers_only(rest)
+            if named is not rest and len(named) == 1 and self._sent_by_name(named, found):
+                pass  # (the headers alone, each sending a credential by name)
+            else:
+                found.clear()
+                rest_texts: list[str] = []
+                self._credentials(named, found, 0, rest_texts)
+                if rest_texts:
+                    read = rest_texts + texts
         if read and not self._texts_hold_no_credentials(read):
             found = []
             self._credentials(request, found, 0)
         self._learn_found(found)
         return self._kept_texts(part, texts, marks)
+
+    def _sent_by_name(self, named: dict[str, Any], found: list[tuple[str, str]]) -> bool:
+        """Append what `_credentials` finds in `named` (`_named_headers_only`'s headers
+        alone, each credential-named, every value a string): the headers as they are,
+        where no cookie is among them (a cookie's value is read as a text) and `headers`
+        itself names no credential; else False."""
+        headers = named.get("headers")
+        if type(headers) is not dict or self._key_class("headers") == 1:
+            return False
+        for name, value in headers.items():
+            if _norm(name) in ("cookie", "set-cookie"):
+                return False
+            found.append((name, value))
+        return True
 
     def _learn_found(self, found: list[tuple[str, str]]) -> int:
         """Take the (name, value) credentials `found` into the run's secrets (`learn`)."""
