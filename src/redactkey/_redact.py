@@ -425,6 +425,7 @@ _GATED_LENGTH = 4096  # longer texts are read alone: their own search is their o
 _GATED_DEPTH = 64
 _LONG_NAME: Final = 1  # (`_plain_name`'s codes)
 _NON_ASCII_NAME: Final = 2
+_UNSEEN_NAME: Final = -2
 _PLAIN_NAMES_MAX: Final = 65536
 _UNMARKED_LENGTH: Final = 512  # (`_remember_unmarked`)
 _UNMARKED_MAX: Final = 4096
@@ -995,10 +996,10 @@ class Redactor:
         if kind is dict:
             names = self._plain_names
             for key, item in value.items():
-                code = names.get(key) if type(key) is str else -1
-                if code is None:
-                    code = self._plain_name(key)
-                if code:  # (a name that is long, not ASCII or not plain: rare)
+                code = names.get(key, _UNSEEN_NAME) if type(key) is str else -1
+                if code:  # (a name that is new, long, not ASCII or not plain: rare)
+                    if code == _UNSEEN_NAME:
+                        code = self._plain_name(key)
                     if code < 0:
                         return False
                     if code & _LONG_NAME:
