@@ -429,6 +429,8 @@ _UNSEEN_NAME: Final = -2
 _PLAIN_NAMES_MAX: Final = 65536
 _UNMARKED_LENGTH: Final = 512  # (`_remember_unmarked`)
 _UNMARKED_MAX: Final = 4096
+# Credential names whose value is read as a text of pairs, not taken whole as one value.
+_READ_AS_TEXT: Final = ("cookie", "set-cookie")
 
 
 @functools.lru_cache(maxsize=16)
@@ -455,18 +457,20 @@ def _hit_texts(
     for number, start, _ in hits:
         index = bisect.bisect_right(starts, start) - 1
         needs = conditions.get(number) if conditions else None
-        if needs is None:
+        if needs is None or _meets(needs, texts[index]):
             out.add(index)
-            continue
-        text = texts[index]
-        for need in needs:  # (loops, not generators: most hits are of an unmet condition)
-            for literal in need:
-                if literal not in text:
-                    break
-            else:
-                out.add(index)
-                break
     return out
+
+
+def _meets(needs: tuple[tuple[str, ...], ...], text: str) -> bool:
+    """Whether `text` holds every literal of one of the alternatives in `needs`."""
+    for need in needs:  # (loops, not generators: most hits are of an unmet condition)
+        for literal in need:
+            if literal not in text:
+                break
+        else:
+            return True
+    return False
 
 
 def _unmet_dropped(
@@ -479,14 +483,8 @@ def _unmet_dropped(
     text can hold it then (every URL holds `://`, few hold the `@` it needs)."""
     for number, _, _ in hits:
         needs = conditions.get(number)
-        if needs is None:
-            return hits
-        for need in needs:
-            for literal in need:
-                if literal not in joined:
-                    break
-            else:
-                return hits  # met somewhere: `_hit_texts` tells in which text
+        if needs is None or _meets(needs, joined):
+            return hits  # (met somewhere: `_hit_texts` tells in which text)
     return []
 
 
@@ -756,7 +754,7 @@ class Redactor:
         if type(headers) is not dict or self._key_class("headers") == 1:
             return False
         for name, value in headers.items():
-            if _norm(name) in ("cookie", "set-cookie"):
+            if _norm(name) in _READ_AS_TEXT:
                 return False
             found.append((name, value))
         return True
@@ -867,7 +865,7 @@ class Redactor:
                     sensitive = klass == 1
                 else:
                     sensitive = isinstance(key, str) and self.is_sensitive_key(key)
-                if sensitive and _norm(key) not in ("cookie", "set-cookie"):
+                if sensitive and _norm(key) not in _READ_AS_TEXT:
                     if type(item) is str:  # (a header's: no generator for the one leaf)
                         found.append((key, item))
                     else:
@@ -1100,7 +1098,7 @@ class Redactor:
                 found.append(("url-password", _unquote(match.group(1))))
         if "=" in text or ":" in text:
             for span in self._keyed_spans(text, query=True):
-                if span.slot not in ("cookie", "set-cookie"):
+                if span.slot not in _READ_AS_TEXT:
                     found.append((span.slot or "credential", _unquote(text[span.start:span.end])))
 
     def redact_headers(self, headers: Mapping[str, Any]) -> dict[str, Any]:
