@@ -761,7 +761,11 @@ class Redactor:
 
     def _learn_found(self, found: list[tuple[str, str]]) -> int:
         """Take the (name, value) credentials `found` into the run's secrets (`learn`)."""
-        if not found:
+        judged = self._judged
+        for pair in found:
+            if pair not in judged:
+                break
+        else:  # (none, or each judged before: a client sends its key on every call)
             return 0
         secrets = self._secrets
         if secrets is None:
@@ -771,7 +775,6 @@ class Redactor:
                 secrets = self._secrets
         before = secrets.version
         passed_over = self._passed_over
-        judged = self._judged
         for name, value in found:
             if (name, value) in judged:
                 continue  # every credential in it is held or passed over (secrets only grow)
