@@ -144,6 +144,28 @@ class TestReplayedAnswer:
         assert list(fixtures.stream("chat", REQUEST, None)) == [{"t": "a"}, {"t": "b"}]
         assert store.gets == 1
 
+    def test_an_answer_replayed_is_reported_once(self, store: CountingStore) -> None:
+        noted: list[tuple[str, str]] = []
+
+        class Log:
+            def note(self, outcome: str, kind: str, key: str, **where: Any) -> None:
+                noted.append((outcome, kind))
+
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor(), report=Log())
+        assert fixtures.replayed_answer("chat", REQUEST)[0]
+        assert noted == [("replayed", "chat")]
+
+    def test_a_copy_over_another_store_reads_that_store(
+        self, store: CountingStore, tmp_path: Path
+    ) -> None:
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
+        assert fixtures.replayed_answer("chat", REQUEST)[0]
+        other = CountingStore(FixtureDir(tmp_path / "elsewhere"))
+        assert fixtures.over(other).replayed_answer("chat", REQUEST) == (False, None)
+        assert (store.gets, other.gets) == (1, 1)
+        assert fixtures.replayed_answer("chat", REQUEST)[0]
+        assert store.gets == 2
+
     @pytest.mark.parametrize("mode", ["record", "verify", "live"])
     def test_other_modes_read_nothing(self, store: CountingStore, mode: Any) -> None:
         fixtures = ModelFixtures(store, mode=mode, redactor=Redactor())

@@ -417,6 +417,8 @@ class ModelFixtures:
         # costs a replayed call as much as keying a small request).
         self._keyed: threading.local | None = None
         self._kinds: set[str] = set()  # kinds the store has accepted
+        # The store and how replay reads it (`replay_reader`), found on the first replay.
+        self._reader: tuple[FixtureStore, Callable[[str, str], Fixture | None]] | None = None
         self._specs: dict[str, KeySpec] = {}
         self._validators: dict[str, Any] = {}
         self.verify_rules = verify if verify is not None else VerifyRules()
@@ -580,13 +582,17 @@ class ModelFixtures:
         if fixture is None or fixture.outcome != "answer":
             self._remember(kind, request, None, call)
             return False, None
-        self._lookup(call, True)
+        if self.report is not None:  # (what `_lookup` does for a fixture read in replay)
+            self._report("replayed", call)
         # (`_answer_from` with no schema, for the answer outcome already seen)
         return True, _copy_json(fixture.answer) if self.copy_answers else fixture.answer
 
     def _replayed(self, call: _Call) -> Fixture | None:
         """The stored fixture of `call` as replaying its outcome needs it."""
-        return replay_reader(self.store)(call.kind, call.key)
+        reader = self._reader
+        if reader is None or reader[0] is not self.store:  # (`over` sets another store)
+            reader = self._reader = (self.store, replay_reader(self.store))
+        return reader[1](call.kind, call.key)
 
     def _warn_volatile(self, call: _Call) -> None:
         for found in find_volatile(call.material):
