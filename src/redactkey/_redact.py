@@ -984,14 +984,16 @@ class Redactor:
         when `value` is not plain JSON data or holds a credential-named member or pair,
         which the walk treats apart."""
         kind = type(value)
-        if kind is str:
-            if len(value) >= 8:
-                texts.append(value)
-            return True
-        if kind in _SCALARS:
-            if kind is float:
-                marks.append(True)
-            return True
+        if kind is not dict and kind is not list:  # (the walk reads its own leaves)
+            if kind is str:
+                if len(value) >= 8:
+                    texts.append(value)
+                return True
+            if kind in _SCALARS:
+                if kind is float:
+                    marks.append(True)
+                return True
+            return False
         if depth > _GATED_DEPTH:
             return False
         if kind is dict:
@@ -1018,22 +1020,19 @@ class Redactor:
                 ):
                     return False
             return True
-        if kind is list:
-            if len(value) == 2 and type(value[0]) is str and self._key_class(value[0]) == 1:
+        # a list
+        if len(value) == 2 and type(value[0]) is str and self._key_class(value[0]) == 1:
+            return False
+        for item in value:
+            kind = type(item)
+            if kind is str:
+                if len(item) >= 8:
+                    texts.append(item)
+            elif kind is float:
+                marks.append(True)
+            elif kind not in _SCALARS and not self._plain_texts(item, texts, depth + 1, marks):
                 return False
-            for item in value:
-                kind = type(item)
-                if kind is str:
-                    if len(item) >= 8:
-                        texts.append(item)
-                elif kind is float:
-                    marks.append(True)
-                elif kind not in _SCALARS and not self._plain_texts(
-                    item, texts, depth + 1, marks
-                ):
-                    return False
-            return True
-        return False
+        return True
 
     def _plain_name(self, key: str) -> int:
         """What `_plain_texts` makes of a member name: -1 when it names a credential (or
