@@ -996,9 +996,10 @@ class Redactor:
             return False
         if depth > _GATED_DEPTH:
             return False
+        items: Iterable[Any]
         if kind is dict:
             names = self._plain_names
-            for key, item in value.items():
+            for key in value:
                 code = names.get(key, _UNSEEN_NAME) if type(key) is str else -1
                 if code:  # (a name that is new, long, not ASCII or not plain: rare)
                     if code == _UNSEEN_NAME:
@@ -1009,21 +1010,12 @@ class Redactor:
                         texts.append(key)
                     if code & _NON_ASCII_NAME:
                         marks.append(True)
-                kind = type(item)
-                if kind is str:
-                    if len(item) >= 8:
-                        texts.append(item)
-                elif kind is float:
-                    marks.append(True)
-                elif kind not in _SCALARS and not self._plain_texts(
-                    item, texts, depth + 1, marks
-                ):
-                    return False
-            return True
-        # a list
-        if len(value) == 2 and type(value[0]) is str and self._key_class(value[0]) == 1:
-            return False
-        for item in value:
+            items = value.values()
+        elif len(value) == 2 and type(value[0]) is str and self._key_class(value[0]) == 1:
+            return False  # a [name, value] pair of a credential
+        else:
+            items = value
+        for item in items:  # (the members' values, or the list's items)
             kind = type(item)
             if kind is str:
                 if len(item) >= 8:
