@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from redactkey import CassetteStore, Fixture, FixtureDir, FixtureFormatError, UsageError
+from redactkey import CassetteStore, Fixture, FixtureDir, FixtureFormatError, UsageError, _store
 from redactkey._store import FixtureStore, kind_for_file_name, replay_reader
 
 
@@ -227,12 +227,13 @@ class TestFixtureDir:
         monkeypatch.setattr(os, "fstat", stale)
         assert store.get("text", _key(1)) == big
 
-    @pytest.mark.parametrize("size", [65_400, 65_535, 65_536, 65_537, 131_072, 140_000])
+    @pytest.mark.parametrize("offset", [-136, -1, 0, 1, _store._FIRST_READ, 60_000])
     def test_files_around_the_first_read_are_read_whole(
-        self, tmp_path: Path, size: int
+        self, tmp_path: Path, offset: int
     ) -> None:
         """A file is read to its end whether it fits the first read, fills it exactly or
         runs past it."""
+        size = _store._FIRST_READ + offset
         store = FixtureDir(tmp_path)
         bare = len(_fixture(1, answer={"text": ""}).dumps())
         fixture = _fixture(1, answer={"text": "x" * (size - bare)})

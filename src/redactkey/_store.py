@@ -153,13 +153,15 @@ def kind_for_file_name(name: str) -> tuple[str, str] | None:
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-_FIRST_READ = 1 << 16
+# 16 KiB holds a whole answer fixture; a first read of 64 KiB took 2-3 us more between a
+# test's or an SDK's own work (its buffer is allocated whole, then shrunk to the file).
+_FIRST_READ = 1 << 14
 
 
 def _read_bytes(path: str | Path) -> bytes | None:
     # The file at once, without a buffered file object: a replayed call reads one small
     # file, and the file object's setup costs more than the read. A read of a regular file
-    # comes back short only at its end, so a file under 64 KiB takes one read and no
+    # comes back short only at its end, so a file under 16 KiB takes one read and no
     # fstat; a larger one is read on by its size.
     try:
         fd = os.open(path, _READ_FLAGS)
