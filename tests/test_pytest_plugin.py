@@ -401,6 +401,32 @@ class TestNetworkGuard:
         assert "connect" not in socket.socket.__dict__
         assert "connect_ex" not in socket.socket.__dict__
 
+    @pytest.mark.parametrize("own", [(), ("connect",), ("connect", "connect_ex")])
+    def test_a_patch_found_in_place_is_put_back(
+        self, monkeypatch: pytest.MonkeyPatch, own: tuple[str, ...]
+    ) -> None:
+        """What `socket.socket` held as its own before a phase (another tool's patch) is
+        what it holds after it; an inherited method is inherited again."""
+        from redactkey.pytest_plugin import NetworkRefusedError, RedactkeySettings, _NetworkGuard
+
+        def theirs(self: socket.socket, address: object) -> None:
+            raise AssertionError("not reached inside the guard")
+
+        for name in own:
+            monkeypatch.setattr(socket.socket, name, theirs, raising=False)
+        before = {name: socket.socket.__dict__.get(name) for name in ("connect", "connect_ex")}
+        settings = RedactkeySettings(nodeid="t.py::t", mode="replay", model_mode="replay",
+                                     fixture_dir=Path("fixtures"), allow_loopback=False)
+        guard = _NetworkGuard(settings, [])
+        for _ in range(2):  # two phases of one test
+            with guard.active():
+                sock = socket.socket()
+                with pytest.raises(NetworkRefusedError):
+                    sock.connect(("192.0.2.1", 9))
+            after = {name: socket.socket.__dict__.get(name) for name in ("connect", "connect_ex")}
+            assert after == before
+        guard.release()
+
     def test_fixture_setup_is_guarded(self, pytester: pytest.Pytester) -> None:
         """A fixture that calls out during setup is refused too."""
         pytester.makepyfile(

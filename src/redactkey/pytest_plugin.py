@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import pytest
 
@@ -545,7 +545,11 @@ class _NetworkGuard:
 
     def __exit__(self, *exc: object) -> None:
         cls = socket.socket
-        for name, value in zip(("connect", "connect_ex"), self._saved, strict=True):
+        connect, connect_ex = self._saved
+        if connect is _INHERITED and connect_ex is _INHERITED:  # (socket's own, untouched)
+            del cls.connect, cls.connect_ex
+            return
+        for name, value in (("connect", connect), ("connect_ex", connect_ex)):
             if value is _INHERITED:
                 delattr(cls, name)
             else:
@@ -1365,22 +1369,28 @@ class _TestPieces:
     def own(self, name: str) -> Any:
         """The plugin's own fixture `name` for this test (built at most once)."""
         built = self.built
-        if name in built:
-            return built[name]
-        value = built[name] = _BUILDERS[name](self)
+        value = built.get(name, _UNBUILT)
+        if value is _UNBUILT:
+            value = built[name] = _BUILDERS[name](self)
         return value
 
     def use(self, name: str) -> Any:
         """Fixture `name` as this test sees it: the project's override when there is one."""
         used = self.used
-        if name in used:
-            return used[name]
+        value = used.get(name, _UNBUILT)
+        if value is not _UNBUILT:
+            return value
         if self.state.provides(self.item, name):
-            value = self.own(name)
+            value = self.built.get(name, _UNBUILT)
+            if value is _UNBUILT:
+                value = self.built[name] = _BUILDERS[name](self)
         else:
             value = _fixture_request(self.item).getfixturevalue(name)
         used[name] = value
         return value
+
+
+_UNBUILT: Final = object()  # (a fixture's value may be None)
 
 
 def _fixture_request(item: pytest.Item) -> pytest.FixtureRequest:
