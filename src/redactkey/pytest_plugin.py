@@ -546,7 +546,7 @@ class _NetworkGuard:
     def __exit__(self, *exc: object) -> None:
         cls = socket.socket
         connect, connect_ex = self._saved
-        if connect is _INHERITED and connect_ex is _INHERITED:  # (socket's own, untouched)
+        if connect is _INHERITED and connect_ex is _INHERITED:  # (both inherited: common)
             del cls.connect, cls.connect_ex
             return
         for name, value in (("connect", connect), ("connect_ex", connect_ex)):
@@ -1381,9 +1381,7 @@ class _TestPieces:
         if value is not _UNBUILT:
             return value
         if self.state.provides(self.item, name):
-            value = self.built.get(name, _UNBUILT)
-            if value is _UNBUILT:
-                value = self.built[name] = _BUILDERS[name](self)
+            value = self.own(name)
         else:
             value = _fixture_request(self.item).getfixturevalue(name)
         used[name] = value
