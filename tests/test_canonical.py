@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from conftest import SHARED
 from redactkey import CanonicalizationError, canonicalize
 from redactkey._canonical import (
+    _DIGITS,
     _fast,
     _NotFast,
     canonical_if_plain,
@@ -430,6 +431,34 @@ class TestLongDigitRun:
             data[place : place + 3] = b"123"[: len(data) - place]
         assert long_digit_run(bytes(data)) is _naive_run(bytes(data))
         assert long_digit_run(bytes(data), 16) is _naive_run(bytes(data), 16)
+
+    @given(st.integers(0, 2**32), st.integers(1, 20), st.sampled_from([19, 16]))
+    @settings(max_examples=200, deadline=None)
+    def test_equals_a_full_read_among_many_numbers(self, seed: int, longest: int,
+                                                   run: int) -> None:
+        """Text dense with numbers of up to `longest` digits (the counts, ids and
+        timestamps of a stream of events) answers as a full read does."""
+        rng = random.Random(seed)
+        parts = []
+        for _ in range(rng.randint(20, 400)):
+            digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, longest)))
+            parts.append(rng.choice(['{"created": ', ', "index": ', "x", " ", "\n    "]))
+            parts.append(digits)
+        data = "".join(parts).encode()
+        assert long_digit_run(data, run) is _naive_run(data, run)
+
+    @pytest.mark.parametrize("run", [19, 16])
+    def test_run_among_short_numbers_found_at_every_offset(self, run: int) -> None:
+        """Among short numbers that the first sample meets a few dozen times (the read
+        in pairs), a lone run is found wherever it starts; one digit less is not a run."""
+        base = b"".join(b'{"created": %d, "index": %d}, ' % (n * 7919 % 100_000, n % 7)
+                        for n in range(80))
+        assert 8 < base[::run].translate(_DIGITS).count(1) <= 64  # (the read in pairs)
+        for offset in range(2 * run):
+            for length, found in ((run, True), (run - 1, False)):
+                at = len(base) // 2 + offset
+                data = base[:at] + b" " + b"7" * length + b" " + base[at:]
+                assert long_digit_run(data, run) is found, (offset, length)
 
     @pytest.mark.parametrize("size", [100, 1500, 5000, 300_000])
     @pytest.mark.parametrize("where", ["start", "middle", "end"])
