@@ -34,6 +34,7 @@ import hashlib
 import json
 import re
 import secrets
+import sys
 import threading
 import time
 import zlib
@@ -57,6 +58,17 @@ ANSWERS = {
     ),
 }
 _FAILURES = {"unauthorized": 401, "forbidden": 403, "server-error": 500, "bad-request": 400}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that stops reading a stream hangs up mid-answer, as real clients do:
+        # that is no error of the provider's worth a traceback.
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 @dataclass(frozen=True)
@@ -101,8 +113,7 @@ class FakeProvider:
         class Handler(_Handler):
             fake = provider
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         return self

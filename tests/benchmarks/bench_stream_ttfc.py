@@ -116,6 +116,17 @@ def _aiohttp(store: Path | None) -> tuple[Ask, Callable[[], None]]:
 
     def close() -> None:
         loop.run_until_complete(session.close())
+        # A stream left after its first line is still read by its pump task while the
+        # loop runs; the loop runs only inside `ask`, so end what is left, as asyncio.run
+        # would, before closing the loop.
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+
+        async def ended() -> None:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+        loop.run_until_complete(ended())
         loop.close()
 
     return ask, close
