@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import orjson
 import rfc8785
@@ -242,12 +242,10 @@ def _fast(value: Any, seq: type = tuple) -> bytes:
     accept lists only), are arrays."""
     try:
         replaced: Any
-        if type(value) is dict:
-            replaced = _scan_dict(value, seq)
-        elif type(value) is list or type(value) is seq:
-            replaced = _scan_list(cast(list[Any], value), seq)
+        if type(value) is dict or type(value) is list or type(value) is seq:
+            replaced = _scan(value, seq)
         else:
-            replaced = _scan_list([value], seq)
+            replaced = _scan([value], seq)
             if replaced is not None:
                 replaced = replaced[0]
         if replaced is not None:
@@ -285,10 +283,8 @@ def _float(number: float) -> int | None:
 
 def _scan_item(item: Any, seq: type) -> Any:
     kind = type(item)
-    if kind is dict:
-        return _scan_dict(item, seq)
-    if kind is list or kind is seq:
-        return _scan_list(item, seq)
+    if kind is dict or kind is list or kind is seq:
+        return _scan(item, seq)
     if kind is float:
         return _float(item)
     raise _NotFast
@@ -296,8 +292,8 @@ def _scan_item(item: Any, seq: type) -> Any:
 
 def _keys_sort_differently(value: dict[Any, Any]) -> bool:
     """Whether an object's keys sort differently by UTF-16 code units (RFC 8785) than by
-    code points (orjson). Only a key above U+FFFF can make them differ: `_scan_dict`
-    asks only then, after one C-speed join of the keys."""
+    code points (orjson). Only a key above U+FFFF can make them differ: `_scan` asks only
+    then, after one C-speed join of the keys."""
     names = list(value)
     try:
         return sorted(names) != sorted(names, key=_utf16_key)
@@ -305,30 +301,32 @@ def _keys_sort_differently(value: dict[Any, Any]) -> bool:
         raise _NotFast from None  # a lone surrogate: the slow path names it
 
 
-def _scan_dict(value: dict[Any, Any], seq: type) -> dict[Any, Any] | None:
-    try:
-        keys = "".join(value)
-    except TypeError:
-        raise _NotFast from None  # a non-str key: the slow path names it
-    if not keys.isascii() and max(keys) > "\uffff" and _keys_sort_differently(value):
-        raise _NotFast
-    # (the containers are dispatched here, not through `_scan_item`: one call fewer for
-    # each of the dozens a chat request holds)
-    for item in value.values():
+def _scan(value: Any, seq: type) -> Any:
+    """A dict, list or `seq` scanned (see above). Items are dispatched here, not through
+    `_scan_item`: one call fewer for each of the dozens of containers a chat request
+    holds."""
+    items: Any = value
+    if type(value) is dict:
+        try:
+            keys = "".join(value)
+        except TypeError:
+            raise _NotFast from None  # a non-str key: the slow path names it
+        if not keys.isascii() and max(keys) > "\uffff" and _keys_sort_differently(value):
+            raise _NotFast
+        items = value.values()
+    for item in items:
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        new: Any
-        if kind is dict:
-            new = _scan_dict(item, seq)
-        elif kind is list or kind is seq:
-            new = _scan_list(item, seq)
+        if kind is dict or kind is list or kind is seq:
+            new = _scan(item, seq)
         elif kind is float:
             new = _float(item)
         else:
             raise _NotFast
         if new is not None:
-            return _rewrite_dict(value, item, new, seq)
+            rewrite = _rewrite_dict if type(value) is dict else _rewrite_list
+            return rewrite(value, item, new, seq)
     return None
 
 
@@ -347,25 +345,6 @@ def _rewrite_dict(value: dict[Any, Any], first: Any, new: Any, seq: type) -> dic
         if new is not None:
             out[key] = new
     return out
-
-
-def _scan_list(value: list[Any] | tuple[Any, ...], seq: type) -> list[Any] | None:
-    for item in value:
-        kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
-            continue
-        new: Any
-        if kind is dict:
-            new = _scan_dict(item, seq)
-        elif kind is list or kind is seq:
-            new = _scan_list(item, seq)
-        elif kind is float:
-            new = _float(item)
-        else:
-            raise _NotFast
-        if new is not None:
-            return _rewrite_list(value, item, new, seq)
-    return None
 
 
 def _rewrite_list(
