@@ -78,6 +78,30 @@ class TestAuditFixtures:
         assert code == 1
         assert rule in {f["rule"] for f in data["findings"]}  # type: ignore[union-attr,index]
 
+    def test_a_stream_in_either_layout_is_canonical(
+        self, workdir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A stream written one chunk per line is clean, and so is one written before
+        (indented): both read back; re-indenting one is not."""
+        from redactkey._format import dump_document
+
+        material = key_material("chat", {"q": "hi"}, spec=KeySpec.whole())
+        stream = Fixture(key=key_from_material(material), kind="chat", request=material,
+                         chunks=[{"delta": "Hel"}, {"delta": "lo"}])
+        path = FixtureDir(workdir / "fx").put(stream)
+        assert b'\n    {"delta":"Hel"},\n    {"delta":"lo"}\n' in path.read_bytes()
+        code, data = audit_json(capsys, "fx")
+        assert (code, data["findings"]) == (0, [])
+        path.write_bytes(dump_document(stream.document()))
+        code, data = audit_json(capsys, "fx")
+        assert (code, data["findings"]) == (0, [])
+        assert main(["scrub", "fx"]) == 0
+        assert "rewritten" not in capsys.readouterr().out
+        path.write_text(json.dumps(stream.document(), indent=4), encoding="utf-8")
+        code, data = audit_json(capsys, "fx")
+        assert code == 1
+        assert [f["rule"] for f in data["findings"]] == ["not-canonical"]  # type: ignore[union-attr,index]
+
     def test_stored_key_edited(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A request edited by hand no longer matches its key."""
         path = put(workdir / "fx", {"city": "Paris"}, {"t": 17})

@@ -15,9 +15,11 @@ from redactkey._format import (
     FORMAT_VERSION,
     Cassette,
     CassetteEntry,
+    ChunkLines,
     cassette_json_schema,
     dump_document,
     fixture_json_schema,
+    is_canonical_fixture,
     parse_cassette,
     parse_fixture,
     parse_replayed,
@@ -329,6 +331,114 @@ class TestReplayedRead:
         ).dumps()
         lean = parse_replayed("f.json", data, kind="text", key=KEY)
         assert (lean.request, lean.chunks) == (None, [{"t": "a" * outcome_size}])
+
+
+_HEAD = {"headers": {"content-type": "text/event-stream"}, "status": 200}
+_EVENTS = [
+    _HEAD,
+    {"json": {"choices": [{"delta": {"content": "Grüße "}, "index": 0}], "id": "c-1"}},
+    {"json": {"choices": [{"delta": {"content": "\"quoted\",\n  next"}, "index": 0}]}},
+    {"data": "[DONE]"},
+]
+
+
+def _http_doc(chunks: list[Any]) -> dict[str, Any]:
+    return _doc(chunks=chunks) | {"kind": "http"}
+
+
+class TestStreamLines:
+    """A stream's chunks are written one per line, compact; replay keeps all but the
+    first as their lines until something asks for them."""
+
+    def test_each_chunk_is_one_compact_line(self) -> None:
+        """Each chunk on a line of its own, as the standard library writes it compactly
+        with sorted keys; the other members as before."""
+        doc = _http_doc(_EVENTS)
+        data = Fixture.model_validate(doc).dumps()
+        lines = data.decode().split("\n")
+        assert lines[:2] == ["{", '  "chunks": [']
+        chunk_lines = lines[2: 2 + len(_EVENTS)]
+        assert chunk_lines == [
+            "    " + json.dumps(chunk, separators=(",", ":"), sort_keys=True,
+                                ensure_ascii=False) + ("," if i < len(_EVENTS) - 1 else "")
+            for i, chunk in enumerate(_EVENTS)
+        ]
+        assert lines[2 + len(_EVENTS)] == "  ],"
+        others = {name: value for name, value in doc.items() if name != "chunks"}
+        assert data.endswith(dump_document(others)[2:])
+        assert json.loads(data) == doc
+
+    @settings(max_examples=200, deadline=None)
+    @given(chunks=st.lists(_FLOATLESS | st.floats(allow_nan=False, allow_infinity=False)
+                           | st.integers(min_value=-2**80, max_value=2**80), min_size=1))
+    def test_any_chunks_read_back_the_same(self, chunks: list[Any]) -> None:
+        """Whatever the chunks hold (floats and integers beyond 64 bits included), the
+        file reads back the same, each chunk on its line, and writes the same bytes
+        again; the lean read gives what the whole read gives."""
+        data = Fixture.model_validate(_doc(chunks=chunks)).dumps()
+        whole = parse_fixture("f.json", data, kind="text", key=KEY)
+        assert whole.chunks == chunks
+        assert whole.dumps() == data
+        assert data.count(b"\n") == len(chunks) + 10  # (the request takes three)
+        lean = parse_replayed("f.json", data, kind="text", key=KEY)
+        assert list(lean.chunks) == chunks
+
+    def test_replay_reads_the_first_chunk_alone(self) -> None:
+        """The lean read parses the first chunk only; the others stay lines until asked
+        for, then read as the whole read reads them."""
+        data = Fixture.model_validate(_http_doc(_EVENTS)).dumps()
+        lean = parse_replayed("f.json", data, kind="http", key=KEY)
+        assert type(lean.chunks) is ChunkLines
+        chunks = iter(lean.chunks)
+        assert next(chunks) == _HEAD
+        lines = chunks.unread()
+        assert lines is not None
+        assert lines.split(b",\n    ")[1:] == [
+            json.dumps(chunk, separators=(",", ":"), sort_keys=True,
+                       ensure_ascii=False).encode() for chunk in _EVENTS[1:]]
+        assert list(chunks) == _EVENTS[1:]
+        assert chunks.unread() is None  # (taken: no longer the lines alone)
+        assert lean.chunks == _EVENTS
+        assert len(lean.chunks) == 4
+        assert lean.chunks[1:3] == _EVENTS[1:3]
+
+    def test_the_earlier_layout_is_read_whole(self) -> None:
+        """A stream written before chunks had lines of their own (indented) is read as a
+        list, as the whole read reads it, and is still canonical."""
+        doc = _http_doc(_EVENTS)
+        data = dump_document(doc)
+        lean = parse_replayed("f.json", data, kind="http", key=KEY)
+        assert type(lean.chunks) is list
+        assert lean.chunks == _EVENTS
+        assert is_canonical_fixture(data, doc)
+        assert is_canonical_fixture(Fixture.model_validate(doc).dumps(), doc)
+        assert not is_canonical_fixture(json.dumps(doc, indent=4).encode(), doc)
+        answer = _doc(answer={"a": 1})  # (an answer has one layout)
+        assert not is_canonical_fixture(dump_document(answer)[:-1], answer)
+
+    def test_a_line_broken_by_hand_names_the_file(self) -> None:
+        """A later line that is no longer JSON fails when the chunks are read, naming the
+        file, as the whole read fails."""
+        data = Fixture.model_validate(_http_doc(_EVENTS)).dumps()
+        broken = data.replace(b'"id":"c-1"', b'"id":c-1')
+        lean = parse_replayed("f.json", broken, kind="http", key=KEY)
+        chunks = iter(lean.chunks)
+        assert next(chunks) == _HEAD
+        with pytest.raises(FixtureFormatError, match=r"f\.json"):
+            next(chunks)
+
+    @pytest.mark.parametrize("first", [b"null", b"{", b"[1,"], ids=["null", "brace", "cut"])
+    def test_a_first_line_that_is_not_one_chunk_is_read_whole(self, first: bytes) -> None:
+        """A first line that is not one chunk by itself is read the long way."""
+        doc = _doc(chunks=[None, {"a": 1}])
+        data = Fixture.model_validate(doc).dumps().replace(b"    null,", b"    " + first + b",")
+        if first == b"null":
+            lean = parse_replayed("f.json", data, kind="text", key=KEY)
+            assert type(lean.chunks) is list
+            assert lean.chunks == [None, {"a": 1}]
+        else:
+            with pytest.raises(FixtureFormatError, match=r"f\.json"):
+                parse_replayed("f.json", data, kind="text", key=KEY)
 
 
 class TestMemberAt:

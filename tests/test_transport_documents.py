@@ -12,6 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai._streaming import SSEDecoder
 
+from redactkey import Fixture
+from redactkey._format import parse_fixture, parse_replayed
 from redactkey._http import (
     RESPONSE_HEADERS,
     SSEParser,
@@ -20,6 +22,7 @@ from redactkey._http import (
     body_document,
     chunk_bytes,
     event_bytes,
+    event_lines_bytes,
     is_environment_failure,
     iter_events,
     request_document,
@@ -295,6 +298,57 @@ class TestStreamBytes:
         expected = b"".join(chunk_bytes("text/event-stream", event) for event in events)
         assert stream_bytes("text/event-stream", iter(events)) == expected
         assert stream_bytes("text/event-stream; charset=utf-8", events) == expected
+
+
+_KEY = "0123456789abcdef" * 4
+
+
+def _lines_after_the_head(events: list[dict[str, Any]]) -> tuple[bytes, bytes]:
+    """The lines a fixture file holds `events` in, after its head's line, and the body
+    those events give as replay parses them from the file (members sorted)."""
+    head = {"headers": {"content-type": "text/event-stream"}, "status": 200}
+    data = Fixture.model_validate({
+        "version": 1, "key": _KEY, "kind": "http", "request": None,
+        "chunks": [head, *events]}).dumps()
+    chunks = iter(parse_replayed("f.json", data, kind="http", key=_KEY).chunks)
+    assert next(chunks) == head
+    lines = chunks.unread()
+    assert lines is not None
+    return lines, stream_bytes("text/event-stream", parse_fixture("f.json", data).chunks[1:])
+
+
+class TestEventLines:
+    """Stored events sent from the lines of their file, unparsed, are the bytes they give
+    parsed; any event they cannot be sent so from is parsed."""
+
+    @pytest.mark.parametrize("events", [
+        [{"json": {"n": 1}}, {"json": [1, "two"]}, {"data": "[DONE]"}],
+        [{"json": {"t": "a \"quoted\" },\n    {\"json\": text"}}, {"json": {"n": 2}}],
+        [{"json": {"s": "Grüße \u2028 ✓"}}],
+        [{"data": "[DONE]"}],
+        [],
+    ], ids=["json-and-done", "look-alike-text", "non-ascii", "done-only", "none"])
+    def test_the_lines_are_the_events_bytes(self, events: list[dict[str, Any]]) -> None:
+        lines, parsed = _lines_after_the_head(events)
+        assert event_lines_bytes(lines) == parsed == stream_bytes("text/event-stream", events)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.dictionaries(_TEXT, _TEXT | st.integers(-2**63, 2**63 - 1)
+                                    | st.booleans() | st.none(), max_size=4), max_size=6))
+    def test_any_json_events(self, objects: list[dict[str, Any]]) -> None:
+        events = [{"json": value} for value in objects] + [{"data": "[DONE]"}]
+        lines, parsed = _lines_after_the_head(events)
+        assert event_lines_bytes(lines) == parsed
+
+    @pytest.mark.parametrize("events", [
+        [{"json": {"n": 1}}, {"event": "ping", "json": {"a": 1}}],
+        [{"id": "7", "json": {"a": 1}}],
+        [{"json": {"a": 1}, "retry": 10}],
+        [{"json": {"n": 1}}, {"data": "x\ny"}],
+        [{"data": "[DONE]"}, {"json": {"n": 1}}],
+    ], ids=["event-name", "id", "retry", "text", "done-first"])
+    def test_anything_else_is_parsed(self, events: list[dict[str, Any]]) -> None:
+        assert event_lines_bytes(_lines_after_the_head(events)[0]) is None
 
 
 class TestResponseDocument:

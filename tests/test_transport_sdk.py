@@ -7,6 +7,7 @@ other API keys; the tests below compare the two runs and read the fixture files.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -366,6 +367,61 @@ class TestTransportOptions:
         assert b"".join(received[0]) == raw
         assert len(received[0]) > 1
         assert received[1] == [raw]
+
+    @pytest.mark.parametrize("library", [httpx, httpx2], ids=["httpx", "httpx2"])
+    def test_replayed_events_go_out_from_their_lines(
+        self, tmp_path: Path, library: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Events of JSON data are sent from the lines of their file without being parsed
+        and written again: the same bytes, sync and async."""
+        raw = b'data: {"a":1,"b":"x"}\n\ndata: [1,"two"]\n\ndata: [DONE]\n\n'
+        pieces = [raw[i : i + 7] for i in range(0, len(raw), 7)]
+        url = "https://api.example.test/v1/x"
+        inner = library.MockTransport(_sse_handler(pieces))
+        transport = FixtureTransport(FixtureDir(tmp_path), mode="record", inner=inner)
+        with library.Client(transport=transport) as client, client.stream(
+            "POST", url, json={"stream": True}
+        ) as response:
+            assert response.read() == raw
+        (path,) = tmp_path.iterdir()
+        lines = b'    {"json":{"a":1,"b":"x"}},\n    {"json":[1,"two"]},\n    {"data":"[DONE]"}\n'
+        assert lines in path.read_bytes()  # (one line per chunk)
+
+        def parsed(*args: Any) -> bytes:
+            raise AssertionError("the stored events were parsed and written again")
+
+        monkeypatch.setattr("redactkey._exchange.stream_bytes", parsed)
+        transport = FixtureTransport(FixtureDir(tmp_path), mode="replay")
+        with library.Client(transport=transport) as client, client.stream(
+            "POST", url, json={"stream": True}
+        ) as response:
+            assert list(response.iter_raw()) == [raw]
+
+        async def replay_async() -> list[bytes]:
+            transport = FixtureTransport(FixtureDir(tmp_path), mode="replay")
+            async with library.AsyncClient(transport=transport) as client, client.stream(
+                "POST", url, json={"stream": True}
+            ) as response:
+                return [piece async for piece in response.aiter_raw()]
+
+        assert asyncio.run(replay_async()) == [raw]
+
+    def test_events_edited_by_hand_are_parsed(self, tmp_path: Path) -> None:
+        """A file whose lines are not all events of JSON data alone (a retry written in by
+        hand) is replayed by parsing them, and gives what they say."""
+        raw = b'data: {"a":1}\n\ndata: {"b":2}\n\n'
+        url = "https://api.example.test/v1/x"
+        inner = httpx2.MockTransport(_sse_handler([raw]))
+        with httpx2.Client(transport=FixtureTransport(
+            FixtureDir(tmp_path), mode="record", inner=inner
+        )) as client:
+            assert client.post(url, json={"stream": True}).content == raw
+        (path,) = tmp_path.iterdir()
+        path.write_bytes(path.read_bytes().replace(b'{"json":{"b":2}}',
+                                                   b'{"json":{"b":2},"retry":5}'))
+        with httpx2.Client(transport=FixtureTransport(FixtureDir(tmp_path))) as client:
+            replayed = client.post(url, json={"stream": True}).content
+        assert replayed == b'data: {"a":1}\n\nretry: 5\ndata: {"b":2}\n\n'
 
     def test_stream_read_to_its_end_marker_is_recorded(self, tmp_path: Path) -> None:
         """A consumer that stops at [DONE] and closes still leaves a complete recording."""

@@ -30,8 +30,8 @@ from ._errors import FixtureFormatError
 from ._findings import InputProblem, Issue, Report
 from ._format import (
     FORMAT_VERSION,
-    dump_document,
     fixture_json_schema,
+    is_canonical_fixture,
     parse_cassette,
     parse_fixture,
 )
@@ -156,7 +156,7 @@ class Auditor:
                           pointer=exc.pointer, detail=exc.problem)]
         self.fixture_files.append(target)
         self.keys.setdefault((fixture.kind, fixture.key), []).append(display)
-        if raw != dump_document(json.loads(raw)):
+        if not is_canonical_fixture(raw, json.loads(raw)):
             issues.append(Issue(display, 1, "not-canonical"))
         mismatch = _key_mismatch(fixture.kind, fixture.key, fixture.request, named)
         if mismatch:

@@ -41,6 +41,7 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ._errors import DriftError, FixtureError, FixtureFormatError, MissingFixtureError
+from ._format import ChunkLinesIterator
 from ._http import (
     KIND,
     RESPONSE_HEADERS,
@@ -49,8 +50,10 @@ from ._http import (
     chunk_bytes,
     chunk_documents,
     content_type_of,
+    event_lines_bytes,
     head_document,
     is_environment_failure,
+    is_event_stream,
     is_stream_type,
     live_headers,
     refuses_stream,
@@ -435,7 +438,13 @@ class HttpFixtures:
         self, content_type: str | None, chunks: Iterable[JSON], document: Mapping[str, JSON]
     ) -> bytes:
         """A replayed stream's stored chunks back as the one body they make: all of them
-        are at hand, and one piece costs the client one read instead of one per event."""
+        are at hand, and one piece costs the client one read instead of one per event.
+        Server-sent events still in the lines of their file are sent as they stand."""
+        if type(chunks) is ChunkLinesIterator and is_event_stream(content_type):
+            lines = chunks.unread()
+            wire = event_lines_bytes(lines) if lines is not None else None
+            if wire is not None:
+                return wire
         return self._wire(lambda: stream_bytes(content_type, chunks), document)
 
     def _wire(self, encode: Callable[[], bytes], document: Mapping[str, JSON]) -> bytes:
@@ -673,7 +682,9 @@ class HttpFixtures:
 
         async def pieces() -> AsyncIterator[bytes]:
             if not opened:  # replayed: the stored chunks as one body
-                yield self._replayed(content_type, [chunk async for chunk in chunks], document)
+                rest = chunks if type(chunks) is ChunkLinesIterator else [
+                    chunk async for chunk in chunks]
+                yield self._replayed(content_type, rest, document)
                 return
             async for chunk in chunks:
                 yield self._encode(content_type, chunk, document)

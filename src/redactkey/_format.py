@@ -8,7 +8,8 @@ call, the redacted key material of the request, and exactly one outcome:
     error    {type, message, data?} (a failure that belongs to the callee)
 
 Files are written as `json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False)`
-plus a newline, with no timestamps, so an unchanged call re-records to the same bytes.
+plus a newline, except that a stream's chunks are written one per line, compact (see
+`dump_fixture_document`); no timestamps, so an unchanged call re-records to the same bytes.
 The version is checked on load before anything else.
 """
 
@@ -17,9 +18,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
@@ -29,6 +30,7 @@ from ._canonical import long_digit_run, pointer_join
 from ._errors import FixtureFormatError
 
 __all__ = [
+    "CHUNK_LINE_SEPARATOR",
     "FORMAT_VERSION",
     "HTTP_KIND",
     "KEY_PATTERN",
@@ -37,12 +39,16 @@ __all__ = [
     "OUTCOMES",
     "TOOL_PREFIX",
     "Cassette",
+    "ChunkLines",
+    "ChunkLinesIterator",
     "Fixture",
     "RecordedErrorBody",
     "cassette_json_schema",
     "dump_document",
+    "dump_fixture_document",
     "export_schemas",
     "fixture_json_schema",
+    "is_canonical_fixture",
     "parse_cassette",
     "parse_fixture",
 ]
@@ -190,7 +196,7 @@ class Fixture(_Entry):
 
     def dumps(self) -> bytes:
         """The canonical bytes of the file."""
-        return dump_document(self.document())
+        return dump_fixture_document(self.document())
 
 
 class CassetteEntry(_Entry):
@@ -250,6 +256,51 @@ def dump_document(doc: Any) -> bytes:
             pass  # an integer beyond 64 bits, a lone surrogate: as the standard library does
     text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     return (text + "\n").encode("utf-8")
+
+
+# A fixture whose outcome is a stream holds its chunks one per line, between these (the
+# chunks member comes first: its name sorts before every other top-level name).
+_CHUNKS_OPEN: Final = b'{\n  "chunks": [\n    '
+CHUNK_LINE_SEPARATOR: Final = b",\n    "
+"""What comes before each chunk's line after the first in a fixture file."""
+_CHUNKS_CLOSE: Final = b'\n  ],\n  "key": '
+
+
+def dump_fixture_document(doc: Mapping[str, Any]) -> bytes:
+    """A fixture file's canonical bytes: `dump_document`'s, except that a stream's chunks
+    are written one per line, each compact with sorted keys (no line break can occur
+    inside one: JSON escapes them in strings). A 110-event answer is then 110 lines that a
+    review reads event by event, and replay can send them without parsing them (decision
+    0182)."""
+    chunks = doc.get("chunks")
+    if type(chunks) is not list or not chunks:
+        return dump_document(doc)
+    rest = dump_document({name: value for name, value in doc.items() if name != "chunks"})
+    lines = CHUNK_LINE_SEPARATOR.join([_chunk_line(chunk) for chunk in chunks])
+    return _CHUNKS_OPEN + lines + b"\n  ],\n" + rest[2:]  # rest[2:]: after its "{\n"
+
+
+def is_canonical_fixture(data: bytes, doc: Mapping[str, Any]) -> bool:
+    """Whether `data` are the canonical bytes of the fixture document `doc`: the writer's,
+    or those it wrote before streams were laid out one chunk per line (still read, and
+    left as they are: recording the call again rewrites them)."""
+    return data == dump_fixture_document(doc) or (
+        type(doc.get("chunks")) is list and data == dump_document(doc)
+    )
+
+
+def _chunk_line(chunk: Any) -> bytes:
+    """One chunk as its line: what orjson writes with sorted keys, or for a float (whose
+    digits the two write differently) or anything else orjson refuses, the standard
+    library's compact form, as `dump_document` decides."""
+    if _floatless(chunk):
+        try:
+            return orjson.dumps(chunk, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            pass
+    text = json.dumps(chunk, separators=(",", ":"), sort_keys=True, ensure_ascii=False,
+                      allow_nan=False)
+    return text.encode("utf-8")
 
 
 def _floatless(doc: Any) -> bool:
@@ -420,10 +471,11 @@ def _member_at(data: bytes, member: bytes) -> int:
     return -1
 
 
-def _replayed_fixture(data: bytes, kind: str, key: str) -> Fixture | None:
+def _replayed_fixture(data: bytes, kind: str, key: str, path: str = "") -> Fixture | None:
     """The fixture in `data` with its request left unread (None), or None to read the
     whole file: only a file in the writer's own layout, whose outcome is an answer or
-    chunks and whose key and kind are the ones asked for, is read this way."""
+    chunks and whose key and kind are the ones asked for, is read this way. Chunks
+    written one per line are left as their lines (`ChunkLines`)."""
     if not data.endswith(_VERSION_TAIL):
         return None
     at = data.rfind(_REQUEST_MEMBER, -_FIRST_STEP)  # (the common file: a short request)
@@ -431,12 +483,130 @@ def _replayed_fixture(data: bytes, kind: str, key: str) -> Fixture | None:
         at = _member_at(data, _REQUEST_MEMBER)
     if at <= 0 or data[at - 1] != 44:  # 44: the comma that ends the member before it
         return None
+    if data.startswith(_CHUNKS_OPEN):
+        fixture = _replayed_lines(data, at, kind, key, path)
+        if fixture is not None:
+            return fixture
     doc = _trusted_json(data[: at - 1] + b"\n}")
     if type(doc) is not dict or len(doc) != 3:
         return None
     if doc.get("key") != key or doc.get("kind") != kind:
         return None
     return _with_trusted_outcome({**doc, "request": None, "version": FORMAT_VERSION})
+
+
+def _replayed_lines(data: bytes, at: int, kind: str, key: str, path: str) -> Fixture | None:
+    """The fixture of a stream written one chunk per line (`dump_fixture_document`), its
+    first chunk parsed and the others left as their lines, or None when the file is not
+    laid out so (the earlier indented layout: its first line is a lone brace)."""
+    end = data.find(_CHUNKS_CLOSE, len(_CHUNKS_OPEN), at)
+    if end < 0:
+        return None
+    region = data[len(_CHUNKS_OPEN):end]
+    cut = region.find(b"\n")
+    if cut < 0:
+        first_line, rest = region, b""
+    elif region[cut - 1] == 44:  # 44: the comma that ends a chunk's line
+        first_line, rest = region[: cut - 1], region[cut - 1:]
+    else:
+        return None
+    first = _trusted_json(first_line)
+    if first is None:  # not one chunk on its line (or a JSON null, read the long way)
+        return None
+    meta = _trusted_json(b"{" + data[end + 5: at - 1] + b"\n}")  # 5: past "\n  ],"
+    if type(meta) is not dict or len(meta) != 2 or meta.get("key") != key \
+            or meta.get("kind") != kind:
+        return None
+    chunks = ChunkLines(first, rest, lambda: _all_chunks(path, data, region, kind, key))
+    return _constructed({"chunks": chunks, "key": key, "kind": kind, "request": None,
+                         "version": FORMAT_VERSION})
+
+
+def _all_chunks(path: str, data: bytes, region: bytes, kind: str, key: str) -> list[Any]:
+    chunks = _trusted_json(b"[" + region + b"]")
+    if type(chunks) is list:
+        return chunks
+    # Not what the writer wrote (a line changed by hand): the whole file, validated,
+    # names the problem.
+    return cast(list[Any], parse_fixture(path, data, kind=kind, key=key).chunks)
+
+
+class ChunkLines(Sequence[Any]):
+    """The chunks of a stream replayed from a file in the writer's layout: the first
+    parsed, the others kept as the lines they were written as (`rest`: each line after
+    `",\n    "`) until something asks for them, when all are parsed at once.
+
+    The HTTP exchange sends stored server-sent events straight from `rest` when the
+    first chunk (the response head) is all that was taken (`ChunkLinesIterator.unread`).
+    """
+
+    __slots__ = ("_all", "_load", "first", "rest")
+
+    def __init__(self, first: Any, rest: bytes, load: Callable[[], list[Any]]) -> None:
+        self.first = first
+        self.rest = rest
+        self._load = load
+        self._all: list[Any] | None = None
+
+    def chunks(self) -> list[Any]:
+        """Every chunk, parsed (once)."""
+        if self._all is None:
+            self._all = self._load()
+        return self._all
+
+    def __len__(self) -> int:
+        return len(self.chunks())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.chunks()[index]
+
+    def __iter__(self) -> ChunkLinesIterator:
+        return ChunkLinesIterator(self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ChunkLines):
+            other = other.chunks()
+        return self.chunks() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ChunkLines({len(self.rest.splitlines()) + 1} chunks)"
+
+
+class ChunkLinesIterator(Iterator[Any]):
+    """An iteration of `ChunkLines`, sync or async: the first chunk without parsing the
+    others."""
+
+    __slots__ = ("_lines", "_taken")
+
+    def __init__(self, lines: ChunkLines) -> None:
+        self._lines = lines
+        self._taken = 0
+
+    def __next__(self) -> Any:
+        taken = self._taken
+        if taken == 0:
+            self._taken = 1
+            return self._lines.first
+        chunks = self._lines.chunks()
+        if taken >= len(chunks):
+            raise StopIteration
+        self._taken = taken + 1
+        return chunks[taken]
+
+    def __aiter__(self) -> ChunkLinesIterator:
+        return self
+
+    async def __anext__(self) -> Any:  # (async replay: every chunk is at hand)
+        try:
+            return next(self)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    def unread(self) -> bytes | None:
+        """The lines of the chunks after the first, when only the first was taken."""
+        return self._lines.rest if self._taken == 1 else None
 
 
 def _construct_directly(doc: dict[str, Any]) -> Fixture:
@@ -517,7 +687,7 @@ def parse_replayed(path: str, data: bytes, *, kind: str, key: str) -> Fixture:
 
     The fixture returned is for replaying its outcome only; `parse_fixture` reads it whole.
     """
-    fixture = _replayed_fixture(data, kind, key)
+    fixture = _replayed_fixture(data, kind, key, path)
     if fixture is not None:
         return fixture
     return parse_fixture(path, data, kind=kind, key=key)

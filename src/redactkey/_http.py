@@ -54,7 +54,7 @@ import orjson
 from ._canonical import long_digit_run, to_json
 from ._errors import CanonicalizationError, UsageError
 from ._eventstream import EVENT_STREAM, FrameDecoder, encode_frame
-from ._format import HTTP_KIND
+from ._format import CHUNK_LINE_SEPARATOR, HTTP_KIND
 
 if TYPE_CHECKING:
     from ._redact import Redactor
@@ -72,6 +72,7 @@ __all__ = [
     "content_type_of",
     "decoded_body",
     "event_bytes",
+    "event_lines_bytes",
     "frame_bytes",
     "frame_document",
     "head_document",
@@ -606,6 +607,37 @@ def stream_bytes(content_type: str | None, chunks: Iterable[Mapping[str, JSON]])
         except TypeError:  # an integer beyond 64 bits, which `event_bytes` can write
             return b"".join([event_bytes(event) for event in events])
     return b"".join([chunk_bytes(content_type, chunk) for chunk in chunks])
+
+
+# Stored events written one per line (`dump_fixture_document`): each line a
+# `{"json": ...}` event, and perhaps a last `{"data": "[DONE]"}`.
+_JSON_LINE: Final = CHUNK_LINE_SEPARATOR + b'{"json":'
+_BETWEEN_JSON_LINES: Final = b"}" + _JSON_LINE
+_DONE_LINE: Final = CHUNK_LINE_SEPARATOR + b'{"data":"[DONE]"}'
+
+
+def event_lines_bytes(lines: bytes) -> bytes | None:
+    """The body that stored server-sent events make on the wire, from the lines a fixture
+    file holds them in (`ChunkLinesIterator.unread`), without parsing them: when every
+    line is an event of JSON data alone (the last may be ``data: [DONE]``), the lines
+    are that JSON already, as `stream_bytes` would write it. None for anything else
+    (an event with a name, an id or a retry, text data): those are parsed."""
+    tail = b""
+    if lines.endswith(_DONE_LINE):
+        lines, tail = lines[: -len(_DONE_LINE)], b"data: [DONE]\n\n"
+    if not lines:
+        return tail
+    # A JSON line holds no line break, so every line is an event of JSON data when the
+    # lines that start so are all of them; and since each line's members are sorted,
+    # anything beside the data ("retry") would follow it on its line.
+    if (
+        not lines.startswith(_JSON_LINE)
+        or lines.count(_JSON_LINE) != lines.count(b"\n")
+        or b',"retry":' in lines
+    ):
+        return None
+    body = lines[len(_JSON_LINE): -1].replace(_BETWEEN_JSON_LINES, b"\n\ndata: ")
+    return b"data: " + body + b"\n\n" + tail
 
 
 def shown_url(url: str, redactor: Redactor | None) -> str:

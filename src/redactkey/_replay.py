@@ -62,7 +62,7 @@ from ._errors import (
     raised_at_entry,
     warn_at_caller,
 )
-from ._format import Fixture, RecordedErrorBody
+from ._format import ChunkLines, Fixture, RecordedErrorBody
 from ._keys import (
     KeySpec,
     counted_part,
@@ -775,15 +775,17 @@ class ModelFixtures:
                                     "schema: " + "; ".join(problems))
         return answer
 
-    def _chunks_from(self, fixture: Fixture) -> list[Any]:
+    def _chunks_from(self, fixture: Fixture) -> list[Any] | ChunkLines:
         outcome = fixture.outcome
         if outcome == "error":
             self._raise_recorded(fixture, self._where(fixture))
         if outcome == "answer":
             raise StaleFixtureError(self._where(fixture),
                                     "it holds one answer but the call wants a stream")
-        chunks = _copy_json(fixture.chunks) if self.copy_answers else fixture.chunks
-        return cast(list[Any], chunks)
+        chunks: Any = fixture.chunks  # (a list, or a replayed file's ChunkLines)
+        if type(chunks) is ChunkLines:  # (parsed from its lines when read: a fresh copy)
+            return chunks
+        return cast(list[Any], _copy_json(chunks) if self.copy_answers else chunks)
 
     def _need_live(self, live: L | None) -> L:
         if live is None:
@@ -1049,7 +1051,10 @@ class ModelFixtures:
             return self._averify_stream(call, recorded, callee)
         fixture = self._lookup(call, live is not None)
         if fixture is not None:
-            return _aiter_list(self._chunks_from(fixture))
+            chunks = self._chunks_from(fixture)
+            if type(chunks) is ChunkLines:
+                return iter(chunks)  # (async too: its lines stay unread until asked for)
+            return _aiter_list(chunks)
         live = self._going_live(call, live)
         return self._arecord_stream(call, live)
 
@@ -1125,7 +1130,7 @@ async def _passthrough(
         yield chunk
 
 
-async def _aiter_list(items: list[Any]) -> AsyncIterator[Any]:
+async def _aiter_list(items: Iterable[Any]) -> AsyncIterator[Any]:
     for item in items:
         yield item
 

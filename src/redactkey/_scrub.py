@@ -35,7 +35,13 @@ from ._check import Checker, CheckerSpec, Target, Unreadable, begin
 from ._classify import inner_suffix
 from ._errors import FixtureFormatError
 from ._findings import InputProblem, Issue, Report, counted
-from ._format import Fixture, dump_document, parse_cassette, parse_fixture
+from ._format import (
+    Fixture,
+    dump_document,
+    is_canonical_fixture,
+    parse_cassette,
+    parse_fixture,
+)
 from ._keys import key_from_material
 from ._limits import OverCap, bounded_decompress, bounded_gunzip
 from ._parallel import Outcome, run_files
@@ -93,7 +99,8 @@ def _plan_fixture(target: Target, raw: bytes, checker: Checker,
         notes.append(f"re-keyed {fixture.key[:12]}… -> {scrubbed.key[:12]}…")
     if new_path != target.path:
         notes.append(f"renamed to {new_path.name}")
-    if data == raw and new_path == target.path:
+    if (data == raw or is_canonical_fixture(raw, scrubbed.document())) \
+            and new_path == target.path:
         return None
     if data != raw and not issues and not notes:
         notes.append("rewritten in canonical formatting")
