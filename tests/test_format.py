@@ -401,6 +401,7 @@ class TestStreamLines:
         assert lean.chunks == _EVENTS
         assert len(lean.chunks) == 4
         assert lean.chunks[1:3] == _EVENTS[1:3]
+        assert repr(lean.chunks) == "ChunkLines(4 chunks)"  # (never their content)
 
     def test_the_earlier_layout_is_read_whole(self) -> None:
         """A stream written before chunks had lines of their own (indented) is read as a

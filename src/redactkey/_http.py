@@ -620,7 +620,8 @@ def event_lines_bytes(lines: bytes) -> bytes | None:
     """The body that stored server-sent events make on the wire, from the lines a fixture
     file holds them in (`ChunkLinesIterator.unread`), without parsing them: when every
     line is an event of JSON data alone (the last may be ``data: [DONE]``), the lines
-    are that JSON already, as `stream_bytes` would write it. None for anything else
+    are that JSON already, as `stream_bytes` would write it (a float's digits as the
+    writer wrote them). None for anything else
     (an event with a name, an id or a retry, text data): those are parsed."""
     tail = b""
     if lines.endswith(_DONE_LINE):
