@@ -249,13 +249,19 @@ def dump_document(doc: Any) -> bytes:
     is written by orjson; a float (whose digits the two write differently) or anything
     else takes the standard library.
     """
+    return _written(doc, _INDENTED, indent=2) + b"\n"
+
+
+def _written(doc: Any, option: int, **layout: Any) -> bytes:
+    """`doc` as orjson writes it with `option` (sorted keys) where that is what the
+    standard library writes with `layout`, else as the standard library writes it."""
     if _floatless(doc):
         try:
-            return orjson.dumps(doc, option=_INDENTED) + b"\n"
+            return orjson.dumps(doc, option=option)
         except orjson.JSONEncodeError:
             pass  # an integer beyond 64 bits, a lone surrogate: as the standard library does
-    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    text = json.dumps(doc, sort_keys=True, ensure_ascii=False, allow_nan=False, **layout)
+    return text.encode("utf-8")
 
 
 # A fixture whose outcome is a stream holds its chunks one per line, between these (the
@@ -293,14 +299,7 @@ def _chunk_line(chunk: Any) -> bytes:
     """One chunk as its line: what orjson writes with sorted keys, or for a float (whose
     digits the two write differently) or anything else orjson refuses, the standard
     library's compact form, as `dump_document` decides."""
-    if _floatless(chunk):
-        try:
-            return orjson.dumps(chunk, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:
-            pass
-    text = json.dumps(chunk, separators=(",", ":"), sort_keys=True, ensure_ascii=False,
-                      allow_nan=False)
-    return text.encode("utf-8")
+    return _written(chunk, orjson.OPT_SORT_KEYS, separators=(",", ":"))
 
 
 def _floatless(doc: Any) -> bool:
