@@ -37,7 +37,6 @@ import pytest
 from ._age import EXPIRY_ACTIONS, ExpiryAction, FixtureAges, parse_duration
 from ._config import Config, load_config
 from ._errors import DriftError, FixtureError, MissingFixtureError, RedactkeyError, UsageError
-from ._findings import counted
 from ._redact import Redactor
 from ._replay import (
     DEFAULT_MODE,
@@ -762,6 +761,8 @@ class _Summary:
 
 
 def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
+    from ._findings import counted  # (the run's end only: the checks' module)
+
     events = merged["events"]
     touched = {e["file"] for e in events if e["outcome"] in ("replayed", "recorded")}
     unused: list[str] = []
@@ -797,6 +798,8 @@ def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
 
 def _partial_reasons(merged: dict[str, Any]) -> list[str]:
     """Why a run did not cover every test (so its unused files are not all unused)."""
+    from ._findings import counted
+
     reasons = list(merged["partial"])
     if merged["deselected"]:
         reasons.append(f"{counted(merged['deselected'], 'test')} deselected")
@@ -815,6 +818,7 @@ class _SessionState:
         self.config = config
         self.conf = conf
         self.part = _new_part()
+        self.tracked: list[TrackedStore] = []  # stores of finished tests: see add_events
         self.worker_parts: list[dict[str, Any]] = []
         self.summary: _Summary | None = None
         self.report_written: Path | None = None
@@ -828,7 +832,7 @@ class _SessionState:
         self.redactor_template: Redactor | None = None
         self.base_redactor: tuple[RunSecrets, Redactor] | None = None
         self.stores: dict[tuple[str, Path], FixtureStore] = {}  # one per fixture directory
-        self.visible: dict[tuple[str, str], bool] = {}  # see `provides`
+        self.hidden: dict[str, frozenset[str]] = {}  # see `overridden`
         self.layer_settings: tuple[VerifyRules, tuple[AnswerNormalizer, ...]] | None = None
         self.shown_dirs: dict[Path, str] = {}
         self.shown_locations: dict[str, str] = {}
@@ -891,16 +895,6 @@ class _SessionState:
                 self.dir_of[item.nodeid] = self._shown_dir(settings)
                 info["live"] = info["live"] or "live" in (settings.mode, settings.model_mode)
 
-    def _reported(self, report: pytest.TestReport) -> None:
-        """Account for a phase of a test that uses redactkey: its call phase ran. (Counted
-        where the test runs: an xdist controller's reports come from the workers, which
-        count for themselves.)"""
-        shown = self.dir_of.get(report.nodeid)
-        if shown is not None:
-            self.part["used"] = True
-            if report.when == "call":
-                self.part["dirs"][shown]["ran"].append(report.nodeid)
-
     def add_drift(self, nodeid: str, error: DriftError) -> None:
         """Verify with --redactkey-verify=report: keep the drift for the summary and report."""
         self.part["used"] = True
@@ -913,8 +907,18 @@ class _SessionState:
         })
 
     def add_events(self, store: TrackedStore) -> None:
+        """Keep what a test's store replayed or recorded: made into the run's events at
+        its end (`_collect_events`), one loop for all rather than a step in each test."""
         self.part["used"] = True
-        self.part["events"].extend(store.events(self.config.rootpath))
+        if store.calls:
+            self.tracked.append(store)
+
+    def _collect_events(self) -> None:
+        root = self.config.rootpath
+        events = self.part["events"]
+        for store in self.tracked:
+            events.extend(store.events(root))
+        self.tracked.clear()
 
     # -- the network guard, around every phase of a guarded test
 
@@ -948,18 +952,26 @@ class _SessionState:
             directory = self.fixture_dirs[where] = _fixture_dir(item, self.conf, marker_path)
         return directory
 
-    def provides(self, item: pytest.Item, name: str) -> bool:
-        """Whether fixture `name`, as `item` sees it, is the plugin's own (no override)."""
-        info = getattr(item, "_fixtureinfo", None)
-        definitions = info.name2fixturedefs.get(name) if info is not None else None
-        if definitions:  # the test asks for it itself (or parametrizes it)
-            return _defined_here(definitions[-1])
+    def overridden(self, item: pytest.Item) -> frozenset[str]:
+        """The plugin's fixtures that `item` sees defined elsewhere: a project's override,
+        or a parametrization of the same name by the test itself."""
         parent = item.parent
-        where = (parent.nodeid if parent is not None else "", name)
-        known = self.visible.get(where)
-        if known is None:
-            known = self.visible[where] = _visible_is_ours(item, name)
-        return known
+        where = parent.nodeid if parent is not None else ""
+        overridden = self.hidden.get(where)
+        if overridden is None:  # what the tests of one module or class see: asked once
+            overridden = self.hidden[where] = frozenset(
+                name for name in _BUILDERS if not _visible_is_ours(item, name)
+            )
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            return overridden
+        requested = info.name2fixturedefs
+        for name in _BUILDERS:
+            definitions = requested.get(name)
+            # The test asks for it itself: its own closest definition decides.
+            if definitions and _defined_here(definitions[-1]) == (name in overridden):
+                overridden = overridden ^ {name}
+        return overridden
 
     def shown_location(self, location: str) -> str:
         """A store's location as the summary and the run report show it."""
@@ -1086,9 +1098,15 @@ class _SessionState:
 
     # Decided once, in setup; the call and teardown phases reuse the decision.
 
+    # The accounting of a test that uses redactkey: it set up, and its call phase ran.
+    # (Counted where the test runs: an xdist controller's reports come from the workers,
+    # which count for themselves.)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
         self.item = item  # the fixtures set up now are this test's
+        if item.nodeid in self.dir_of:
+            self.part["used"] = True
         guard = item.stash[_GUARD_KEY] = self._guarded(item)
         if guard is None:
             return (yield)
@@ -1097,6 +1115,9 @@ class _SessionState:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        shown = self.dir_of.get(item.nodeid)
+        if shown is not None:
+            self.part["dirs"][shown]["ran"].append(item.nodeid)
         guard = item.stash.get(_GUARD_KEY, None)
         if guard is None:
             return (yield)
@@ -1129,7 +1150,6 @@ class _SessionState:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        self._reported(report)
         if not report.failed:
             return report
         notes = []
@@ -1162,6 +1182,7 @@ class _SessionState:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self._collect_events()
         if self.is_worker:
             self.config.workeroutput["redactkey"] = self.part  # type: ignore[attr-defined]
             return
@@ -1257,6 +1278,8 @@ class _SessionState:
         if self.report_written is not None:
             tr.line(f"run report: {self.report_written}")
         if self.failed_unused:
+            from ._findings import counted
+
             tr.line(
                 f"FAILED: {counted(len(summary.unused), 'unused fixture file')} "
                 "(--redactkey-fail-unused); delete them or the tests that stopped using them",
@@ -1356,14 +1379,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 class _TestPieces:
     """What redactkey built for one test, each piece once and on first use."""
 
-    __slots__ = ("built", "item", "nodeid", "state", "store", "used")
+    __slots__ = ("built", "item", "nodeid", "overridden", "state", "store")
 
     def __init__(self, state: _SessionState, item: pytest.Item) -> None:
         self.state = state
         self.item = item
         self.nodeid = item.nodeid
         self.built: dict[str, Any] = {}
-        self.used: dict[str, Any] = {}  # what `use` returned, so it asks once per name
+        # The pieces this test takes from pytest's fixture of that name (an override).
+        self.overridden = state.overridden(item)
         self.store: TrackedStore | None = None
 
     def own(self, name: str) -> Any:
@@ -1375,17 +1399,11 @@ class _TestPieces:
         return value
 
     def use(self, name: str) -> Any:
-        """Fixture `name` as this test sees it: the project's override when there is one."""
-        used = self.used
-        value = used.get(name, _UNBUILT)
-        if value is not _UNBUILT:
-            return value
-        if self.state.provides(self.item, name):
-            value = self.own(name)
-        else:
-            value = _fixture_request(self.item).getfixturevalue(name)
-        used[name] = value
-        return value
+        """Fixture `name` as this test sees it: the project's override when there is one
+        (pytest sets it up once for the test, as it does any fixture)."""
+        if name not in self.overridden:
+            return self.own(name)
+        return _fixture_request(self.item).getfixturevalue(name)
 
 
 _UNBUILT: Final = object()  # (a fixture's value may be None)
