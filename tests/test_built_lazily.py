@@ -19,6 +19,7 @@ deferred = [rule for rule in DEFAULT_RULES if isinstance(rule.pattern, DeferredP
 print(json.dumps({
     "modules": sorted(m for m in ("filelock", "tomllib", "tomli", "detect_secrets", "requests")
                       if m in sys.modules),
+
     "deferred": len(deferred),
     "compiled": sorted(r.name for r in deferred if r.pattern._compiled is not None),
     "worked_out": sum(b is not None for b in redactor._detectors._bounds),
@@ -26,9 +27,28 @@ print(json.dumps({
 """
 
 
-def _probe(cwd: str) -> dict[str, object]:
+# Records one model call, then replays it in a process of its own, as a test run does.
+_REPLAY_PROBE = """
+import json, sys
+from redactkey import FixtureDir, ModelFixtures
+
+request = {"model": "tiny", "messages": [{"role": "user", "content": "say it " * 40}]}
+if sys.argv[1] == "record":
+    ModelFixtures(FixtureDir("fixtures"), mode="record").call("text", request, lambda: "said")
+    sys.exit()
+layer = ModelFixtures(FixtureDir("fixtures"), mode="replay")
+assert layer.call("text", request, None) == "said"
+print(json.dumps({
+    "modules": sorted(m for m in ("redactkey._findings", "redactkey._placeholders")
+                      if m in sys.modules),
+    "detector_automaton": layer.redactor._detectors.literals._automaton is not None,
+}))
+"""
+
+
+def _probe(cwd: str, probe: str = _PROBE, *args: str) -> dict[str, object]:
     result = subprocess.run(
-        [sys.executable, "-c", _PROBE], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True,
         timeout=120, cwd=cwd,
     )
     out: dict[str, object] = json.loads(result.stdout)
@@ -53,3 +73,14 @@ class TestBuiltLazily:
         assert out["deferred"] != 0
         assert out["compiled"] == []
         assert out["worked_out"] == 0
+
+    def test_a_replay_loads_no_check_module_and_compiles_only_its_gate(
+        self, tmp_path: object
+    ) -> None:
+        """Replaying a call with short texts loads neither the findings of the checks nor
+        the placeholder styles, and its one search over the short texts (decision 0172)
+        leaves the detectors' own automaton, which reads long texts alone, uncompiled."""
+        subprocess.run([sys.executable, "-c", _REPLAY_PROBE, "record"], check=True,
+                       timeout=120, cwd=str(tmp_path))
+        out = _probe(str(tmp_path), _REPLAY_PROBE, "replay")
+        assert out == {"modules": [], "detector_automaton": False}

@@ -383,13 +383,13 @@ class TestLearn:
         import redactkey._redact as redact_module
 
         judged: list[str] = []
-        looks_redacted = redact_module.looks_redacted
+        looks_redacted = redact_module._looks_redacted
 
         def counted(value: str, is_placeholder: Any) -> bool:
             judged.append(value)
             return looks_redacted(value, is_placeholder)
 
-        monkeypatch.setattr(redact_module, "looks_redacted", counted)
+        monkeypatch.setattr(redact_module, "_looks_redacted", counted)
         redactor = Redactor()
         stand_in = {"headers": {"authorization": "Bearer sk-test-xxxxxxxxxxxxxxxxxxxx"}}
         assert [redactor.learn(stand_in) for _ in range(3)] == [0, 0, 0]

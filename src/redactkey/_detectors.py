@@ -1392,10 +1392,12 @@ def _spellings_of(stem: str) -> list[str]:
 
 class Literals:
     """Every occurrence of a fixed list of literals in a text, found in one pass of a
-    compiled automaton (ahocorasick_rs' DFA). Thread-safe after init.
+    compiled automaton (ahocorasick_rs' DFA). Thread-safe.
 
     `find(text)` returns `(index, start, end)` for each occurrence, overlapping ones
-    included, as character offsets into `text`, in order of their ends.
+    included, as character offsets into `text`, in order of their ends. The automaton is
+    compiled at the first `find` (milliseconds for the detectors' keywords): a run whose
+    texts all go through another automaton never compiles this one.
     """
 
     __slots__ = ("_automaton", "patterns")
@@ -1404,27 +1406,35 @@ class Literals:
         self.patterns: tuple[str, ...] = tuple(patterns)
         if not all(self.patterns):
             raise ValueError("Literals: an empty literal would match everywhere")
-        # The text is read as UTF-8 bytes: an ASCII text (the common case) is its own bytes
-        # at the same offsets, and the byte automaton reads faster than the str one. Lone
-        # surrogates (bytes decoded with surrogateescape) pass as their 3-byte forms.
-        self._automaton = (
-            ahocorasick_rs.BytesAhoCorasick(
+        self._automaton: ahocorasick_rs.BytesAhoCorasick | None = None
+
+    def _compiled(self) -> ahocorasick_rs.BytesAhoCorasick:
+        # Two threads may both compile it: the same automaton, either one kept.
+        automaton = self._automaton
+        if automaton is None:
+            # The text is read as UTF-8 bytes: an ASCII text (the common case) is its own
+            # bytes at the same offsets, and the byte automaton reads faster than the str
+            # one. Lone surrogates (bytes decoded with surrogateescape) pass as their
+            # 3-byte forms.
+            automaton = self._automaton = ahocorasick_rs.BytesAhoCorasick(
                 [p.encode("utf-8", "surrogatepass") for p in self.patterns],
                 implementation=_DFA,
             )
-            if self.patterns else None
-        )
+        return automaton
 
     def find(self, text: str) -> list[tuple[int, int, int]]:
         """(literal index, start, end) of every occurrence in `text`."""
-        if self._automaton is None:
+        if not self.patterns:
             return []
+        automaton = self._automaton
+        if automaton is None:
+            automaton = self._compiled()
         if text.isascii():
-            return self._automaton.find_matches_as_indexes(
+            return automaton.find_matches_as_indexes(
                 text.encode(), overlapping=True  # (an ASCII text's UTF-8 is itself)
             )
         data = text.encode("utf-8", "surrogatepass")
-        hits = self._automaton.find_matches_as_indexes(data, overlapping=True)
+        hits = automaton.find_matches_as_indexes(data, overlapping=True)
         if not hits:
             return hits
         # Byte offsets back to characters. UTF-8 synchronises: a literal's bytes only

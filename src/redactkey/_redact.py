@@ -46,7 +46,6 @@ from ._detectors import (
     matches_near,
 )
 from ._errors import UsageError
-from ._placeholders import looks_redacted
 from ._secrets import RunSecrets, mask
 
 __all__ = [
@@ -122,6 +121,14 @@ _FUZZY_CREDENTIAL = re.compile(
 
 def _norm(name: str) -> str:
     return name.strip().lower().replace("_", "-")
+
+
+def _looks_redacted(value: str, ours: Callable[[str], bool]) -> bool:
+    """`_placeholders.looks_redacted`, imported the first time a credential is judged: a
+    run that learns none never loads the placeholder styles."""
+    from ._placeholders import looks_redacted
+
+    return looks_redacted(value, ours)
 
 
 _POINTER_DETECTORS: list[Detectors] = []
@@ -782,7 +789,7 @@ class Redactor:
             for credential in _credential_values(value):
                 if (slot, credential) in passed_over or secrets.holds(slot, credential):
                     continue  # judged before (every call of a client sends its key)
-                if len(credential) < secrets.min_length or looks_redacted(
+                if len(credential) < secrets.min_length or _looks_redacted(
                     credential, self.is_placeholder
                 ) or self._redacted(credential):
                     if len(passed_over) < _PASSED_OVER_MAX:
