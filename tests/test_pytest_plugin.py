@@ -417,7 +417,7 @@ class TestNetworkGuard:
         before = {name: socket.socket.__dict__.get(name) for name in ("connect", "connect_ex")}
         settings = RedactkeySettings(nodeid="t.py::t", mode="replay", model_mode="replay",
                                      fixture_dir=Path("fixtures"), allow_loopback=False)
-        guard = _NetworkGuard(settings, [])
+        guard = _NetworkGuard(settings, {})
         for _ in range(2):  # two phases of one test
             with guard.active():
                 sock = socket.socket()

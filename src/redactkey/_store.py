@@ -16,6 +16,7 @@ schema-invalid raises `FixtureFormatError` naming it, and is never overwritten.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -141,13 +142,20 @@ def kind_for_file_name(name: str) -> tuple[str, str] | None:
     key = name[-_TAIL + 1 : -5]
     if not _KEY_ONLY.fullmatch(key):
         return None
-    stem = name[:-_TAIL]
+    kind = _kind_of_stem(name[:-_TAIL])
+    return None if kind is None else (kind, key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kind_of_stem(stem: str) -> str | None:
+    """The kind whose files' names start with `stem`, or None (a directory's files share
+    a handful of stems: each is read once)."""
     if stem.startswith(MODEL_PREFIX):
         model = stem[len(MODEL_PREFIX):]
-        return (model, key) if _NAME_ONLY.fullmatch(model) else None
+        return model if _NAME_ONLY.fullmatch(model) else None
     if not _NAME_ONLY.fullmatch(stem):
         return None
-    return (HTTP_KIND if stem == HTTP_KIND else TOOL_PREFIX + stem), key
+    return HTTP_KIND if stem == HTTP_KIND else TOOL_PREFIX + stem
 
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)

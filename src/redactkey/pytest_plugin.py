@@ -380,7 +380,7 @@ def _settings_for(item: pytest.Item) -> RedactkeySettings:
         return cached
     state = item.config.stash[_STATE_KEY]
     conf = state.conf
-    kwargs = _marker_kwargs(item)
+    kwargs = _marker_kwargs(item) if state.marked(item) else {}
     marker_mode = marker_model_mode = None
     if kwargs:  # (the message is built only for a marker that names a mode)
         where = f"{item.nodeid}: @pytest.mark.{MARKER}"
@@ -438,9 +438,10 @@ def _uses_redactkey(item: pytest.Item) -> bool:
     uses = item.stash.get(_USES_KEY, None)
     if uses is None:  # worked out once per test (at collection, reused in setup)
         names = getattr(item, "fixturenames", ())
-        uses = item.stash[_USES_KEY] = any(
-            name in REDACTKEY_FIXTURES and _ours(item, name) for name in names
-        ) or item.get_closest_marker(MARKER) is not None
+        uses = item.stash[_USES_KEY] = (
+            not REDACTKEY_FIXTURES.isdisjoint(names)
+            and any(_ours(item, name) for name in REDACTKEY_FIXTURES.intersection(names))
+        ) or item.config.stash[_STATE_KEY].marked(item)
     return uses
 
 
@@ -473,9 +474,9 @@ def _is_loopback(host: str) -> bool:
 class _NetworkGuard:
     """Refuses outgoing internet connections while one test runs, then restores `socket`."""
 
-    def __init__(self, settings: RedactkeySettings, blocked: list[str]) -> None:
+    def __init__(self, settings: RedactkeySettings, blocked: dict[str, list[str]]) -> None:
         self.settings = settings
-        self.blocked = blocked
+        self.blocked = blocked  # test -> what it was refused (a test refused nothing: absent)
         self._saved: tuple[Any, Any] = (_INHERITED, _INHERITED)
         # Built once per test and installed in each of its phases, unless what they wrap
         # changed in between (another plugin's patch): then built again over that.
@@ -495,7 +496,7 @@ class _NetworkGuard:
 
         if sending_live():
             return  # the transport's own live call
-        self.blocked.append(shown)
+        self.blocked.setdefault(self.settings.nodeid, []).append(shown)
         # socket.create_connection closes its socket only on OSError; close it here so a
         # refused connection leaves no unclosed-socket ResourceWarning behind.
         sock.close()
@@ -738,10 +739,18 @@ class _Summary:
             base = directories.get(head)
             if base is None:
                 base = directories[head] = relocated(head)
+            if base == head:  # (the report in the rootdir: every path stays as it is)
+                return shown
             return name if base == "." else f"{base}/{name}"
 
         def events(items: list[dict[str, str]]) -> list[dict[str, str]]:
-            return [{**e, "store": moved(e["store"]), "file": moved(e["file"])} for e in items]
+            out = []
+            for event in items:
+                store, file = moved(event["store"]), moved(event["file"])
+                if store is not event["store"] or file is not event["file"]:
+                    event = {**event, "store": store, "file": file}
+                out.append(event)  # (report_document copies each event it writes)
+            return out
 
         return report_document(
             [*events(self.replayed), *events(self.recorded), *events(self.missing)],
@@ -833,6 +842,7 @@ class _SessionState:
         self.base_redactor: tuple[RunSecrets, Redactor] | None = None
         self.stores: dict[tuple[str, Path], FixtureStore] = {}  # one per fixture directory
         self.hidden: dict[str, frozenset[str]] = {}  # see `overridden`
+        self.marked_parents: dict[str, bool] = {}  # see `marked`
         self.layer_settings: tuple[VerifyRules, tuple[AnswerNormalizer, ...]] | None = None
         self.shown_dirs: dict[Path, str] = {}
         self.shown_locations: dict[str, str] = {}
@@ -849,9 +859,8 @@ class _SessionState:
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
 
-    def _dir_info(self, settings: RedactkeySettings) -> dict[str, Any]:
+    def _dir_info(self, shown: str) -> dict[str, Any]:
         dirs = self.part["dirs"]
-        shown = self._shown_dir(settings)
         info: dict[str, Any] | None = dirs.get(shown)
         if info is None:
             info = dirs[shown] = {"tests": [], "ran": [], "deselected": 0, "live": False}
@@ -866,6 +875,21 @@ class _SessionState:
         return shown
 
     # -- collection: which tests use which fixture directory
+
+    def marked(self, item: pytest.Item) -> bool:
+        """Whether a redactkey marker applies to `item`: its own, or one of its parents'
+        (worked out once for the tests of a module or class)."""
+        for marker in item.own_markers:
+            if marker.name == MARKER:
+                return True
+        parent = item.parent
+        if parent is None:
+            return False
+        where = parent.nodeid
+        known = self.marked_parents.get(where)
+        if known is None:
+            known = self.marked_parents[where] = parent.get_closest_marker(MARKER) is not None
+        return known
 
     def _settings_or_none(self, item: pytest.Item) -> RedactkeySettings | None:
         if not _uses_redactkey(item):
@@ -884,16 +908,18 @@ class _SessionState:
         for item in items:
             settings = self._settings_or_none(item)
             if settings is not None:
-                self._dir_info(settings)["deselected"] += 1
+                self._dir_info(self._shown_dir(settings))["deselected"] += 1
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
             settings = self._settings_or_none(item)
             if settings is not None:
-                info = self._dir_info(settings)
-                info["tests"].append(item.nodeid)
-                self.dir_of[item.nodeid] = self._shown_dir(settings)
-                info["live"] = info["live"] or "live" in (settings.mode, settings.model_mode)
+                shown = self._shown_dir(settings)
+                info = self._dir_info(shown)
+                info["tests"].append(settings.nodeid)
+                self.dir_of[settings.nodeid] = shown
+                if not info["live"] and "live" in (settings.mode, settings.model_mode):
+                    info["live"] = True
 
     def add_drift(self, nodeid: str, error: DriftError) -> None:
         """Verify with --redactkey-verify=report: keep the drift for the summary and report."""
@@ -1094,7 +1120,8 @@ class _SessionState:
             "live" not in (settings.mode, settings.model_mode) and _uses_transport(item)
         ):
             return None
-        return _NetworkGuard(settings, self.part["blocked"].setdefault(item.nodeid, []))
+        self.part["used"] = True  # (a run whose tests were guarded gets its summary)
+        return _NetworkGuard(settings, self.part["blocked"])
 
     # Decided once, in setup; the call and teardown phases reuse the decision.
 
