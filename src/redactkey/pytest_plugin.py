@@ -1123,11 +1123,10 @@ class _SessionState:
         self.part["used"] = True  # (a run whose tests were guarded gets its summary)
         return _NetworkGuard(settings, self.part["blocked"])
 
-    # Decided once, in setup; the call and teardown phases reuse the decision.
-
-    # The accounting of a test that uses redactkey: it set up, and its call phase ran.
-    # (Counted where the test runs: an xdist controller's reports come from the workers,
-    # which count for themselves.)
+    # The guard is decided once, in setup; the call and teardown phases reuse the
+    # decision. The same wrappers count a test that uses redactkey: it set up, and its
+    # call phase ran (counted where the test runs: an xdist controller's reports come
+    # from the workers, which count for themselves).
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
