@@ -118,6 +118,29 @@ class TestGoldenKeys:
             assert json.loads(result.stdout) == GOLDEN_KEYS, seed
 
 
+class TestDigest:
+    @pytest.mark.parametrize("size", [0, 1, 400, 1023, 1024, 1025, 4096, 70_000])
+    def test_either_sha256_gives_hashlib_s_digest(self, size: int) -> None:
+        """Short data goes through the interpreter's SHA-256, long through OpenSSL's: the
+        digest is hashlib's on both sides of the cut."""
+        import hashlib
+
+        from redactkey._keys import sha256_hex
+
+        data = os.urandom(size)
+        assert sha256_hex(data) == hashlib.sha256(data).hexdigest()
+
+    @pytest.mark.parametrize("words", [10, 500])
+    def test_a_key_is_the_sha256_of_its_material(self, words: int) -> None:
+        """A short request's key and a long one's (either side of the cut) are hashlib's
+        SHA-256 of the canonical key material."""
+        import hashlib
+
+        request_ = {"model": "m", "messages": [{"role": "user", "content": "word " * words}]}
+        data = canonicalize(key_material("chat", request_))
+        assert request_key("chat", request_) == hashlib.sha256(data).hexdigest()
+
+
 class TestRequestKey:
     def test_key_is_64_lowercase_hex(self) -> None:
         """A key is a SHA-256 hex digest."""

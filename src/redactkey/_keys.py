@@ -18,6 +18,7 @@ import binascii
 import dataclasses
 import fnmatch
 import hashlib
+import importlib
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
@@ -697,7 +698,7 @@ def _http_body(request: Mapping[str, Any], plain: Callable[..., Any] = to_json) 
             raise CanonicalizationError(
                 pointer, "the base64 body is not valid base64", "encode the body bytes as base64",
             ) from None
-    return {"sha256": hashlib.sha256(data).hexdigest()}
+    return {"sha256": sha256_hex(data)}
 
 
 # --- keys ------------------------------------------------------------------------
@@ -777,7 +778,7 @@ def redacted_material_and_key(
         if data is None:
             data = canonical_if_plain(material)
         if data is not None:
-            return material, hashlib.sha256(data).hexdigest()
+            return material, sha256_hex(data)
     return _checked_material_and_key(kind, redacted, spec)
 
 
@@ -825,9 +826,34 @@ def stored_request(kind: str, value: Any) -> Any:
     return value["request"]
 
 
+def _interpreter_sha256() -> Callable[[bytes], Any]:
+    """The interpreter's own SHA-256 (`_sha2` from Python 3.12, `_sha256` before), or
+    hashlib's where the interpreter was built without it."""
+    for name in ("_sha2", "_sha256"):
+        try:
+            return importlib.import_module(name).sha256  # type: ignore[no-any-return]
+        except (ImportError, AttributeError):
+            continue
+    return hashlib.sha256
+
+
+_SHORT_SHA256 = _interpreter_sha256()
+# Up to this many bytes the interpreter's SHA-256 is used: OpenSSL's costs a few
+# microseconds to enter between a test's other work (its code and locks are cold), more
+# than hashing a short request; past it OpenSSL's wins (the CPU's SHA instructions).
+_SHORT_HASHED: Final = 1024
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of `data`, 64 lowercase hex characters (the same digest either way)."""
+    if len(data) <= _SHORT_HASHED:
+        return _SHORT_SHA256(data).hexdigest()  # type: ignore[no-any-return]
+    return hashlib.sha256(data).hexdigest()
+
+
 def key_from_material(material: Mapping[str, JSONValue]) -> str:
     """The key (SHA-256, 64 lowercase hex characters) of key material as stored."""
-    return hashlib.sha256(canonicalize(material)).hexdigest()
+    return sha256_hex(canonicalize(material))
 
 
 @raised_at_entry
