@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from redactkey._findings import Report
+    from redactkey.commands._issues import Report
 
 __all__ = ["AUDIT_ONLY_RULES", "ChangingProvider", "assert_one_answer", "chat_answer",
            "chat_chunks", "checksummed_token"]

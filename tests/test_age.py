@@ -22,8 +22,8 @@ from redactkey import (
     RunSecrets,
     UsageError,
 )
-from redactkey._age import format_duration, parse_duration
-from redactkey._cli import main
+from redactkey.commands._cli import main
+from redactkey.fixtures._age import format_duration, parse_duration
 
 pytest_plugins = ["pytester"]
 

@@ -26,8 +26,8 @@ from redactkey import (
     RunSecrets,
     UsageError,
 )
-from redactkey._config import Config, load_config
 from redactkey._errors import ConfigError
+from redactkey.record._config import Config, load_config
 
 API_KEY = "sk-proj-" + "Vd3x" * 12
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from redactkey._cli import main
+from redactkey.commands._cli import main
 
 _MB = 1024 * 1024
 

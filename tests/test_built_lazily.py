@@ -10,7 +10,7 @@ _PROBE = """
 import json, sys
 import redactkey, redactkey.pytest_plugin
 from redactkey import ModelFixtures, Redactor, RunSecrets
-from redactkey._detectors import DEFAULT_RULES, DeferredPattern
+from redactkey.scan._detectors import DEFAULT_RULES, DeferredPattern
 
 redactor = Redactor(RunSecrets())
 redactor.learn({"url": "https://api.example/v1?q=a", "note": "role: user"})
@@ -39,7 +39,7 @@ if sys.argv[1] == "record":
 layer = ModelFixtures(FixtureDir("fixtures"), mode="replay")
 assert layer.call("text", request, None) == "said"
 print(json.dumps({
-    "modules": sorted(m for m in ("redactkey._findings", "redactkey._placeholders")
+    "modules": sorted(m for m in ("redactkey.commands._issues", "redactkey.scan._placeholders")
                       if m in sys.modules),
     "detector_automaton": layer.redactor._detectors.literals._automaton is not None,
 }))

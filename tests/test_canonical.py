@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from conftest import SHARED
 from redactkey import CanonicalizationError, canonicalize
-from redactkey._canonical import (
+from redactkey.keys._canonical import (
     _DIGITS,
     _fast,
     _NotFast,

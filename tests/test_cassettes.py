@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import SHARED
-from redactkey._cassettes import load_cassette, parse_text
 from redactkey._errors import FixtureFormatError
+from redactkey.recordings._cassettes import load_cassette, parse_text
 
 
 def _manifest_rows() -> list[list[str]]:

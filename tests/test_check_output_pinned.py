@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from redactkey._cli import main
+from redactkey.commands._cli import main
 
 DATA = Path(__file__).resolve().parent / "data"
 EXPECTED = DATA / "check-output"

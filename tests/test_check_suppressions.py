@@ -10,8 +10,8 @@ import pytest
 
 from helpers import checksummed_token
 from redactkey import Redactor
-from redactkey._cli import main
-from redactkey._detectors import fake
+from redactkey.commands._cli import main
+from redactkey.scan._detectors import fake
 
 KEY = "sk-" + "proj-" + fake(48, seed="suppress")
 OTHER = "sk-" + "proj-" + fake(48, seed="suppress-2")

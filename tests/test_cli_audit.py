@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from redactkey._cli import main
-from redactkey._format import Fixture
-from redactkey._keys import KeySpec, key_from_material, key_material
-from redactkey._store import FixtureDir
+from redactkey.commands._cli import main
+from redactkey.fixtures._format import Fixture
+from redactkey.fixtures._store import FixtureDir
+from redactkey.keys._keys import KeySpec, key_from_material, key_material
 from test_report import validate_sarif
 
 SECRET_RULES_OK_IN_CORPUS = {"sensitive-key", "anthropic-api-key"}
@@ -83,7 +83,7 @@ class TestAuditFixtures:
     ) -> None:
         """A stream written one chunk per line is clean, and so is one written before
         (indented): both read back; re-indenting one is not."""
-        from redactkey._format import dump_document
+        from redactkey.fixtures._format import dump_document
 
         material = key_material("chat", {"q": "hi"}, spec=KeySpec.whole())
         stream = Fixture(key=key_from_material(material), kind="chat", request=material,
@@ -249,7 +249,7 @@ class TestAuditCassetteStore:
 
     def test_store_entries(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A clean store passes; an edited entry is a key mismatch; a reformat is reported."""
-        from redactkey._store import CassetteStore
+        from redactkey.fixtures._store import CassetteStore
 
         store = CassetteStore(workdir / "calls.json")
         for city in ("Paris", "Lyon"):
@@ -259,7 +259,7 @@ class TestAuditCassetteStore:
         code, data = audit_json(capsys, "calls.json")
         assert (code, data["findings"]) == (0, [])
         path = workdir / "calls.json"
-        from redactkey._format import dump_document
+        from redactkey.fixtures._format import dump_document
 
         doc = json.loads(path.read_text(encoding="utf-8"))
         doc["entries"][0]["request"]["request"]["city"] = "Nice"

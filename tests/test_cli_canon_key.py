@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from redactkey import KeySpec, request_key
-from redactkey._cli import main
+from redactkey.commands._cli import main
 
 CHAT = json.loads((ROOT / "corpus" / "requests" / "chat.json").read_text(encoding="utf-8"))
 
@@ -165,13 +165,14 @@ class TestKeyCommand:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         data = (ROOT / "corpus" / "requests" / "chat.json").read_bytes()
         key = subprocess.run(
-            [sys.executable, "-c", "from redactkey._cli import run; run()", "key", "-k", "chat"],
+            [sys.executable, "-c", "from redactkey.commands._cli import run; run()",
+             "key", "-k", "chat"],
             input=data, capture_output=True, check=False, env=env,
         )
         assert (key.returncode, key.stderr) == (0, b"")
         assert key.stdout.decode().strip() == request_key("chat", CHAT)
         bad = subprocess.run(
-            [sys.executable, "-c", "from redactkey._cli import run; run()", "canon"],
+            [sys.executable, "-c", "from redactkey.commands._cli import run; run()", "canon"],
             input=b'{"a": NaN}', capture_output=True, check=False, env=env,
         )
         assert bad.returncode == 2

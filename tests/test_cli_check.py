@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from redactkey._cli import main
+from redactkey.commands._cli import main
 from test_report import validate_sarif
 
 FAKE_OPENAI = "sk-proj-" + "A1b2" * 12

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from redactkey._cli import main
+from redactkey.commands._cli import main
 from test_cli_check import FAKE_OPENAI, leaky_cassette
 from test_cli_scrub import _leaky_fixture
 
@@ -166,7 +166,7 @@ class TestScrubWriteFailure:
         def refuse(src: object, dst: object) -> None:
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr("redactkey._store.os.replace", refuse)
+        monkeypatch.setattr("redactkey.fixtures._store.os.replace", refuse)
         code, out = run(capsys, "scrub", "--write", "c.yaml")
         assert code == 2
         assert (workdir / "c.yaml").read_bytes() == before
@@ -190,7 +190,7 @@ class TestScrubWriteFailure:
                 raise PermissionError(13, "Permission denied")
             real_unlink(path)  # type: ignore[arg-type]
 
-        monkeypatch.setattr("redactkey._scrub.os.unlink", refuse)
+        monkeypatch.setattr("redactkey.commands._scrub.os.unlink", refuse)
         code, out = run(capsys, "scrub", "--write", str(directory))
         assert code == 2, out
         assert {p.name: p.read_bytes() for p in directory.iterdir()} == before

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from redactkey._cassettes import load_cassette
-from redactkey._cli import main
-from redactkey._format import Fixture
-from redactkey._keys import KeySpec, key_from_material, key_material
-from redactkey._store import FixtureDir, kind_for_file_name
+from redactkey.commands._cli import main
+from redactkey.fixtures._format import Fixture
+from redactkey.fixtures._store import FixtureDir, kind_for_file_name
+from redactkey.keys._keys import KeySpec, key_from_material, key_material
+from redactkey.recordings._cassettes import load_cassette
 from test_cli_check import FAKE_OPENAI, leaky_cassette
 
 

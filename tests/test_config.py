@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import redactkey._config as config_module
-from redactkey._config import Config, load_config, load_config_file
+import redactkey.record._config as config_module
 from redactkey._errors import ConfigError
+from redactkey.record._config import Config, load_config, load_config_file
 
 
 class TestLoadConfig:

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from helpers import checksummed_token
-from redactkey import Redactor, _detectors
-from redactkey._detectors import (
+from redactkey import Redactor
+from redactkey.scan import _detectors
+from redactkey.scan._detectors import (
     DEFAULT_RULES,
     Detectors,
     Literals,
@@ -96,7 +97,7 @@ class TestRules:
         """A rule with no keyword (a user's own pattern) cannot be prefiltered: it always runs."""
         import re
 
-        from redactkey._detectors import Rule
+        from redactkey.scan._detectors import Rule
 
         detectors = Detectors([Rule("acme-token", re.compile(r"acme_[0-9a-f]{16}"), ())])
         text = "deploy with acme_" + "0123456789abcdef" + " today"
@@ -269,7 +270,7 @@ class TestSseLineEndings:
 
 
 def _examples(attribute: str) -> list[tuple[str, str]]:
-    from redactkey._detectors import DEFAULT_RULES
+    from redactkey.scan._detectors import DEFAULT_RULES
 
     out = []
     for rule in DEFAULT_RULES:
@@ -284,7 +285,7 @@ class TestRuleExamples:
                              ids=lambda v: v if len(v) < 40 else None)
     def test_example_fires_its_rule(self, name: str, text: str) -> None:
         """The named rule finds a secret in its example."""
-        from redactkey._detectors import DEFAULT_RULES
+        from redactkey.scan._detectors import DEFAULT_RULES
 
         detectors = Detectors([r for r in DEFAULT_RULES if r.name == name])
         assert any(span.rule == name for span in detectors.spans(text))
@@ -294,14 +295,14 @@ class TestRuleExamples:
                              ids=lambda v: v if len(v) < 40 else None)
     def test_not_example_stays_silent(self, name: str, text: str) -> None:
         """The named rule finds nothing in its non-example."""
-        from redactkey._detectors import DEFAULT_RULES
+        from redactkey.scan._detectors import DEFAULT_RULES
 
         detectors = Detectors([r for r in DEFAULT_RULES if r.name == name])
         assert not [span for span in detectors.spans(text) if span.rule == name]
 
     def test_every_rule_has_an_example(self) -> None:
         """No rule is declared without an example of what it finds."""
-        from redactkey._detectors import DEFAULT_RULES
+        from redactkey.scan._detectors import DEFAULT_RULES
 
         names = {rule.name for rule in DEFAULT_RULES}
         with_examples = {rule.name for rule in DEFAULT_RULES if rule.examples}
@@ -310,7 +311,7 @@ class TestRuleExamples:
 
     def test_examples_are_the_same_on_every_run(self) -> None:
         """Example bodies are generated, deterministic and shaped by their alphabet."""
-        from redactkey._detectors import fake
+        from redactkey.scan._detectors import fake
 
         assert fake(40, seed="x") == fake(40, seed="x")
         assert fake(40, seed="x") != fake(40, seed="y")
@@ -349,7 +350,7 @@ class TestDocumentedRules:
         """Each rule name appears in the rule table of the redaction guide."""
         from pathlib import Path
 
-        from redactkey._detectors import DEFAULT_RULES
+        from redactkey.scan._detectors import DEFAULT_RULES
 
         guide = (Path(__file__).resolve().parents[1] / "docs" / "redaction.md").read_text(
             encoding="utf-8")

@@ -41,7 +41,7 @@ import yaml
 
 from conftest import ROOT
 from docblocks import SHELL, Block, blocks
-from redactkey._cli import main
+from redactkey.commands._cli import main
 
 pytest_plugins = ["pytester"]
 

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT
 from redactkey import Fixture, FixtureFormatError
-from redactkey._canonical import long_digit_run
-from redactkey._format import (
+from redactkey.fixtures._format import (
     FORMAT_VERSION,
     Cassette,
     CassetteEntry,
@@ -24,7 +23,8 @@ from redactkey._format import (
     parse_fixture,
     parse_replayed,
 )
-from redactkey._format import _member_at as member_at
+from redactkey.fixtures._format import _member_at as member_at
+from redactkey.keys._canonical import long_digit_run
 
 KEY = "0123456789abcdef" * 4
 SCHEMA_DIR = ROOT / "docs" / "schema"
@@ -185,7 +185,7 @@ class TestSchema:
         """docs/schema holds exactly the schema the models produce."""
         on_disk = (SCHEMA_DIR / name).read_bytes()
         assert on_disk == dump_document(build()), (
-            "regenerate: python -c \"from redactkey._format import export_schemas; "
+            "regenerate: python -c \"from redactkey.fixtures._format import export_schemas; "
             "export_schemas('docs/schema')\""
         )
 
@@ -220,7 +220,7 @@ class TestTrustedRead:
                                          {"chunks": [{"b": 1.5}, "data: x"]}])
     def test_same_as_model_construct(self, outcome: dict[str, Any]) -> None:
         """Fields, their order, the fields set and the pydantic slots all agree."""
-        import redactkey._format as fmt
+        import redactkey.fixtures._format as fmt
 
         doc = _doc(**outcome)
         read = parse_fixture("f.json", json.dumps(doc).encode())

@@ -15,15 +15,15 @@ import pytest
 
 from conftest import ROOT
 from helpers import assert_one_answer, checksummed_token
-from redactkey._cli import main
-from redactkey._placeholders import PLACEHOLDER_STYLES, is_placeholder
-from redactkey._readers import (
+from redactkey.commands._cli import main
+from redactkey.recordings._readers import (
     BodyStream,
     body_streams,
     exchanges,
     read_recording,
     split_events,
 )
+from redactkey.scan._placeholders import PLACEHOLDER_STYLES, is_placeholder
 
 DATA = ROOT / "tests" / "data" / "formats"
 
@@ -122,10 +122,10 @@ class TestOneAnswer:
 
     def test_three_commands_agree(self) -> None:
         """The same files, formats and skipped; the same rule at the same line."""
-        from redactkey._audit import audit_paths
-        from redactkey._check import check_paths
-        from redactkey._cli import _setup
-        from redactkey._scrub import plan_paths
+        from redactkey.commands._audit import audit_paths
+        from redactkey.commands._check import check_paths
+        from redactkey.commands._cli import _setup
+        from redactkey.commands._scrub import plan_paths
 
         roots = [str(DATA)]
         _config, checker = _setup(None, (), normalise=False)
@@ -197,7 +197,7 @@ class TestReadersAPI:
         """Only the strings that changed are written again: spacing, key order and
         `\\u` escapes stay; a change that is not a string's (a number under a credential
         name) writes that event whole, compactly; the framing is rewritten by `framing`."""
-        from redactkey._readers import read_stream, write_stream
+        from redactkey.recordings._readers import read_stream, write_stream
 
         body = ('id: a\ndata: { "k" :  "caf\\u00e9 x" , "n": 1 }\n\n'
                 'data: {"pin": 12345678, "m": "y"}\n\n')
@@ -304,7 +304,7 @@ class TestJobs:
         import subprocess
         import sys
 
-        from redactkey import _parallel
+        from redactkey.commands import _parallel
 
         for index in range(70):
             name = sorted(LEAKY)[index % len(LEAKY)]
@@ -312,8 +312,8 @@ class TestJobs:
         assert main(["audit", "-j", "1", "--format", "json", str(tmp_path)]) == 1
         serial = capsys.readouterr().out
         forked = subprocess.run(
-            [sys.executable, "-c", "import sys; from redactkey._cli import main; "
-             "from redactkey._parallel import start_method; "
+            [sys.executable, "-c", "import sys; from redactkey.commands._cli import main; "
+             "from redactkey.commands._parallel import start_method; "
              "assert start_method() == 'fork'; sys.exit(main(sys.argv[1:]))",
              "audit", "-j", "2", "--format", "json", str(tmp_path)],
             capture_output=True, text=True, check=False)
@@ -339,7 +339,7 @@ class TestVocabulary:
     ])
     def test_header_class(self, name: str, meaning: str | None) -> None:
         """The header's meaning, whatever its case."""
-        from redactkey._vocabulary import header_class
+        from redactkey.scan._vocabulary import header_class
 
         assert header_class(name) == meaning
 

@@ -22,7 +22,7 @@ from redactkey import (
     UsageError,
     request_key,
 )
-from redactkey._config import Config, load_config
+from redactkey.record._config import Config, load_config
 
 pytest_plugins = ["pytester"]
 

@@ -26,7 +26,8 @@ def _loaded_clients(module: str) -> list[str]:
 
 class TestImports:
     @pytest.mark.parametrize(
-        "module", ["redactkey._vcr", "redactkey._http", "redactkey._exchange", "redactkey._audit"]
+        "module", ["redactkey.clients._vcr", "redactkey.http._documents",
+                   "redactkey.record._exchange", "redactkey.commands._audit"]
     )
     def test_loads_neither_httpx_nor_httpx2(self, module: str) -> None:
         """Importing the document model, the record/replay step, the vcrpy hooks or the
@@ -35,4 +36,4 @@ class TestImports:
 
     def test_the_probe_sees_a_client_library_when_one_is_loaded(self) -> None:
         """The probe would notice: the httpx transport does load its libraries."""
-        assert _loaded_clients("redactkey._transport") == ["httpx", "httpx2"]
+        assert _loaded_clients("redactkey.clients._httpx") == ["httpx", "httpx2"]

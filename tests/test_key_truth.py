@@ -24,8 +24,8 @@ from redactkey import (
     ToolFixtures,
     request_key,
 )
-from redactkey._cli import cli
-from redactkey._config import Config, load_config
+from redactkey.commands._cli import cli
+from redactkey.record._config import Config, load_config
 
 pytest_plugins = ["pytester"]
 

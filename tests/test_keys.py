@@ -27,7 +27,7 @@ from redactkey import (
     key_material,
     request_key,
 )
-from redactkey._keys import (
+from redactkey.keys._keys import (
     HTTP_DROPPED_QUERY,
     KEY_SCHEME_VERSION,
     MODEL_FIELDS,
@@ -125,7 +125,7 @@ class TestDigest:
         digest is hashlib's on both sides of the cut."""
         import hashlib
 
-        from redactkey._keys import sha256_hex
+        from redactkey.keys._keys import sha256_hex
 
         data = os.urandom(size)
         assert sha256_hex(data) == hashlib.sha256(data).hexdigest()
@@ -347,7 +347,7 @@ class TestHttpProjection:
     def test_a_url_is_projected_alike_each_time(self) -> None:
         """A query-less URL's projection is remembered; one with a query or userinfo is
         worked out each time, so nothing a URL sends is held; the projections agree."""
-        from redactkey import _keys
+        from redactkey.keys import _keys
 
         plain = "HTTPS://Memo.Example.com:443/v1/chat"
         sent = ["https://memo.example.com/v1/chat?key=abc",
@@ -364,7 +364,7 @@ class TestHttpProjection:
             "url"] == "https://alias.example/v1/chat"
 
     def test_the_remembered_urls_are_bounded(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from redactkey import _keys
+        from redactkey.keys import _keys
 
         monkeypatch.setattr(_keys, "_URLS", {})
         for n in range(_keys._URLS_MAX + 50):

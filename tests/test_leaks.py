@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 import _leakmatrix
 from conftest import ROOT
 from redactkey import Redactor, RunSecrets, request_key
-from redactkey._detectors import Detectors
-from redactkey._secrets import value_variants
+from redactkey.scan._detectors import Detectors
+from redactkey.secrets._run_secrets import value_variants
 
 CASES = _leakmatrix.cases()
 BENIGN = sorted((ROOT / "corpus" / "benign").iterdir())

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from mistralai.client import Mistral
 
 from redactkey import FixtureDir, FixtureTransport, Redactor, RunSecrets
-from redactkey._cli import main
+from redactkey.commands._cli import main
 
 ALNUM = string.ascii_letters + string.digits
 
@@ -194,7 +194,7 @@ class TestHeadersLearnedAtOnce:
     ) -> None:
         """A host with a port and a URL holding ':' are searched for credential names on
         the first call only; a host that does name one is searched on every call."""
-        from redactkey import _redact
+        from redactkey.redact import _redactor as _redact
 
         redactor = Redactor(RunSecrets({}))
         searched: list[str] = []
@@ -380,7 +380,7 @@ class TestLearn:
     def test_a_stand_in_key_is_judged_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A client sends its stand-in key on every call: it is judged on the first and
         passed over after; a real key sent later is still learned."""
-        import redactkey._redact as redact_module
+        import redactkey.redact._redactor as redact_module
 
         judged: list[str] = []
         looks_redacted = redact_module._looks_redacted
@@ -401,7 +401,7 @@ class TestLearn:
     def test_a_key_sent_again_is_judged_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """The same credential sent on every call is taken apart and looked up on the
         first call only; another value under the same name is judged on its own."""
-        import redactkey._redact as redact_module
+        import redactkey.redact._redactor as redact_module
 
         taken_apart: list[str] = []
         credential_values = redact_module._credential_values

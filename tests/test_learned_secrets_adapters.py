@@ -36,7 +36,7 @@ from redactkey import (
     aiohttp_session,
     use_botocore,
 )
-from redactkey._cli import main
+from redactkey.commands._cli import main
 
 ALNUM = string.ascii_letters + string.digits
 CHAT = "/v1/chat/completions"

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from redactkey import Redactor
-from redactkey._cli import main
-from redactkey._detectors import DEFAULT_RULES, Detectors, Rule
 from redactkey._errors import UsageError
+from redactkey.commands._cli import main
+from redactkey.scan._detectors import DEFAULT_RULES, Detectors, Rule
 
 MB = 1 << 20
 # Seconds per MB for one rule on one adversarial string. Linear rules take 1-50 ms here;

@@ -12,7 +12,7 @@ import yaml
 
 from fakeprovider import FakeProvider
 from redactkey import FixtureDir, FixtureTransport, MissingFixtureError, Redactor, RunSecrets
-from redactkey._cli import main
+from redactkey.commands._cli import main
 
 pytest_plugins = ["pytester"]
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from redactkey import Redactor
-from redactkey._cli import main
-from redactkey._detectors import fake
+from redactkey.commands._cli import main
+from redactkey.scan._detectors import fake
 
 KEY = "sk-" + "proj-" + fake(48, seed="nested-context")
 # no provider prefix: only the field's name says it is a credential

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from redactkey._cli import main
-from redactkey._findings import RULES, rule_for
+from redactkey.commands._cli import main
+from redactkey.commands._issues import RULES, rule_for
 from test_cli_check import leaky_cassette
 
 pytest_plugins = ["pytester"]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from redactkey._cli import main
 from redactkey._errors import FixtureFormatError
-from redactkey._format import parse_fixture
+from redactkey.commands._cli import main
+from redactkey.fixtures._format import parse_fixture
 
 SECRET = "sk-proj-" + "Q7r9" * 12
 VALID_KEY = "a" * 64
@@ -129,7 +129,7 @@ class TestMissingFixtureDiff:
     def test_recorded_member_name(self, tmp_path: Path) -> None:
         """A fixture recorded with a token as a member name shows it as `sk-p…`."""
         from redactkey import Fixture, FixtureDir, MissingFixtureError, ToolFixtures
-        from redactkey._keys import KeySpec, key_from_material, key_material
+        from redactkey.keys._keys import KeySpec, key_from_material, key_material
 
         material = key_material("tool:search", {"query": "w", "tokens": {SECRET: "alice"}},
                                 spec=KeySpec.whole())

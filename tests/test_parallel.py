@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from redactkey import _parallel
-from redactkey._classify import Target
-from redactkey._parallel import MIN_PARALLEL_FILES, Outcome, default_jobs, run_files
+from redactkey.commands import _parallel
+from redactkey.commands._parallel import MIN_PARALLEL_FILES, Outcome, default_jobs, run_files
+from redactkey.recordings._classify import Target
 
 
 def _tagged(target: Target) -> Outcome:

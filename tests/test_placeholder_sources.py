@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from redactkey._cli import main
-from redactkey._placeholders import is_placeholder, looks_redacted
+from redactkey.commands._cli import main
+from redactkey.scan._placeholders import is_placeholder, looks_redacted
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from redactkey import FixtureDir, ModelFixtures, Redactor, RunReport, RunSecrets
-from redactkey._cli import main
+from redactkey.commands._cli import main
 
 pytest_plugins = ["pytester"]
 

@@ -574,7 +574,7 @@ class TestSessionSummary:
         self, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """`redact audit --run-report` flags the files the report lists as unused."""
-        from redactkey._cli import main
+        from redactkey.commands._cli import main
 
         _project(pytester, {"test_one": [1, 2]})
         run(pytester, "--redactkey-mode=record").assert_outcomes(passed=1)

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from helpers import assert_one_answer
-from redactkey._audit import audit_paths
-from redactkey._check import check_paths
-from redactkey._cli import _setup, main
-from redactkey._findings import Report
-from redactkey._scrub import plan_paths
+from redactkey.commands._audit import audit_paths
+from redactkey.commands._check import check_paths
+from redactkey.commands._cli import _setup, main
+from redactkey.commands._issues import Report
+from redactkey.commands._scrub import plan_paths
 
 # MANIFEST.tsv format -> the format the readers name
 _MANIFEST_FORMATS = {

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import redactkey._redact as redact_module
+import redactkey.redact._redactor as redact_module
 from helpers import checksummed_token
 from redactkey import Finding, Redactor, RunSecrets, UsageError
 
@@ -489,7 +489,7 @@ class TestBuiltOnce:
     ) -> None:
         """Learning from requests through many redactors (one per test) builds the search
         for credential names once per set of names, not once per redactor."""
-        import redactkey._redact as module
+        import redactkey.redact._redactor as module
 
         built: list[int] = []
 
@@ -542,7 +542,7 @@ class TestBuiltOnce:
     ) -> None:
         """Once built, the automaton of the detectors and the run's secrets is never built
         again for a secret added later: only one over the added variants is."""
-        import redactkey._redact as module
+        import redactkey.redact._redactor as module
 
         run = _secrets(OPENAI_API_KEY=TOKEN)
         base = Redactor(run)
@@ -628,8 +628,8 @@ class TestMaskPatterns:
     def test_windows_of_head_marks_find_every_head(self, text: str) -> None:
         """Reading a shown part before a mask only around the marks `_shown_before`
         passes finds what reading the whole text finds, on texts long enough to window."""
-        from redactkey._detectors import WINDOWED_FROM, matches_near
-        from redactkey._redact import _MASK_MARKS, _MASKED_HEAD, _shown_before
+        from redactkey.redact._redactor import _MASK_MARKS, _MASKED_HEAD, _shown_before
+        from redactkey.scan._detectors import WINDOWED_FROM, matches_near
 
         text = (text * (WINDOWED_FROM // max(1, len(text)) + 1))[: WINDOWED_FROM * 2]
         marks = sorted({at for mark in _MASK_MARKS for at in range(len(text))
@@ -641,7 +641,7 @@ class TestMaskPatterns:
         )
 
     def _check(self, text: str) -> None:
-        from redactkey._redact import _MASKED_HEAD, _MASKED_TAIL
+        from redactkey.redact._redactor import _MASKED_HEAD, _MASKED_TAIL
 
         tail = re.compile(self.PLAIN_MASK + rf"({self.SHOWN}{{8,256}})")
         head = re.compile(rf"(?<!{self.SHOWN})({self.SHOWN}{{8,256}}?)" + self.PLAIN_MASK)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from conftest import SHARED
 from helpers import checksummed_token
 from redactkey import KeySpec, Redactor, RunSecrets
-from redactkey._keys import counted_part, material_and_key, redacted_material_and_key
+from redactkey.keys._keys import counted_part, material_and_key, redacted_material_and_key
 
 TOKEN = "sk-proj-" + "A1b2" * 12
 GH = checksummed_token("gh" + "p_", "Z9y8" * 7 + "Z9")
@@ -258,7 +258,7 @@ class TestConditionalKeywords:
     def test_hits_whose_literal_is_nowhere_are_dropped_at_once(self) -> None:
         """A hit is dropped before the texts are told apart only when what it needs is in
         none of them; where it is in any text, every hit is kept for `_hit_texts`."""
-        from redactkey._redact import _unmet_dropped
+        from redactkey.redact._redactor import _unmet_dropped
 
         conditions = {0: (("@",),), 1: (("x", "y"), ("z",))}
         hits = [(0, 1, 4), (1, 9, 11)]
@@ -276,8 +276,8 @@ class TestConditionalKeywords:
     def test_a_keyword_that_is_also_a_secret_s_spelling_counts_everywhere(self) -> None:
         """A literal of the search that is both a conditional keyword and another of its
         literals (a secret spelled the same, say) counts in every text."""
-        from redactkey._detectors import DeferredPattern, Detectors, Literals, Rule
-        from redactkey._redact import _gate_conditions
+        from redactkey.redact._redactor import _gate_conditions
+        from redactkey.scan._detectors import DeferredPattern, Detectors, Literals, Rule
 
         rule = Rule("r", DeferredPattern(r"::x@"), ("::",), also=("@",))
         detectors = Detectors((rule,))

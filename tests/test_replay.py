@@ -25,8 +25,8 @@ from redactkey import (
     VolatileValueWarning,
 )
 from redactkey._errors import RedactkeyError
-from redactkey._format import RecordedErrorBody
-from redactkey._replay import ModelFixtures, ToolFixtures, resolve_mode
+from redactkey.fixtures._format import RecordedErrorBody
+from redactkey.record._replay import ModelFixtures, ToolFixtures, resolve_mode
 
 SECRET = "sk-proj-" + "A1b2" * 12
 
@@ -667,7 +667,7 @@ class TestSurfaces:
 WORKER = """
 import sys
 from redactkey import FixtureDir
-from redactkey._replay import ModelFixtures
+from redactkey.record._replay import ModelFixtures
 sys.path.insert(0, sys.argv[3])
 from test_replay import FakeRedactor
 calls = ModelFixtures(FixtureDir(sys.argv[1]), mode=sys.argv[2], redactor=FakeRedactor())

@@ -20,7 +20,7 @@ from redactkey import (
     ModelFixtures,
     Redactor,
 )
-from redactkey._format import Fixture
+from redactkey.fixtures._format import Fixture
 
 
 class CountingStore:

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from conftest import ROOT
-from redactkey._findings import (
+from redactkey.commands._issues import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
@@ -18,9 +18,9 @@ from redactkey._findings import (
     Issue,
     Report,
 )
-from redactkey._placeholders import looks_redacted
-from redactkey._render import render, to_sarif
-from redactkey._vocabulary import header_class
+from redactkey.commands._render import render, to_sarif
+from redactkey.scan._placeholders import looks_redacted
+from redactkey.scan._vocabulary import header_class
 
 SARIF_SCHEMA = json.loads(
     (ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8")
@@ -165,7 +165,7 @@ class TestProgressBar:
 
     def test_plain_without_terminal(self) -> None:
         """Without a terminal the targets pass through untouched."""
-        from redactkey._check import Target, progress_bar
+        from redactkey.commands._check import Target, progress_bar
 
         targets = [Target(Path(f"f{i}"), f"f{i}") for i in range(300)]
         with progress_bar(color=False) as advance:
@@ -173,7 +173,7 @@ class TestProgressBar:
 
     def test_tracked_on_terminal(self, capsys: pytest.CaptureFixture[str]) -> None:
         """Forced on, every target is still yielded in order."""
-        from redactkey._check import Target, progress_bar
+        from redactkey.commands._check import Target, progress_bar
 
         targets = [Target(Path(f"f{i}"), f"f{i}") for i in range(5)]
         with progress_bar(color=True, threshold=2) as advance:

@@ -60,7 +60,7 @@ class TestRunReport:
         assert len(doc["unused"]) == 1
         merged = RunReport.merge([RunReport.load(path), second])
         assert merged.document(directories=["fx"])["unused"] == []
-        from redactkey._audit import load_unused_files
+        from redactkey.commands._audit import load_unused_files
 
         sub = first.write(tmp_path / "reports" / "run.json", directories=["fx"])
         assert json.loads(sub.read_text())["unused"][0].startswith("../fx/")

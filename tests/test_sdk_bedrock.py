@@ -22,8 +22,8 @@ from botocore.exceptions import ClientError
 
 from fakebedrock import FakeBedrock, encode_frame
 from redactkey import FixtureDir, MissingFixtureError, UsageError, use_botocore
-from redactkey._eventstream import FrameDecoder, FrameError
-from redactkey._http import frame_bytes, frame_document
+from redactkey.http._documents import frame_bytes, frame_document
+from redactkey.http._eventstream import FrameDecoder, FrameError
 from sdk_matrix import (
     Recording,
     SdkChecks,

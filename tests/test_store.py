@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from redactkey import CassetteStore, Fixture, FixtureDir, FixtureFormatError, UsageError, _store
-from redactkey._store import FixtureStore, kind_for_file_name, replay_reader
+from redactkey import CassetteStore, Fixture, FixtureDir, FixtureFormatError, UsageError
+from redactkey.fixtures import _store
+from redactkey.fixtures._store import FixtureStore, kind_for_file_name, replay_reader
 
 
 def _key(n: int | str) -> str:
@@ -89,7 +90,7 @@ class TestFileNames:
 
     def test_names_read_as_the_patterns_read_them(self) -> None:
         """`kind_for_file_name` splits a name as the model and tool file patterns match it."""
-        from redactkey._store import _KEY, _NAME
+        from redactkey.fixtures._store import _KEY, _NAME
 
         # The grammar of fixture file names, as one pattern per family would match it.
         model_file = re.compile(rf"@model\.(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")

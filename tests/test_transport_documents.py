@@ -1,4 +1,5 @@
-"""The HTTP request/response documents and the server-sent-event parser (`redactkey._http`)."""
+"""The HTTP request/response documents and the server-sent-event parser
+(`redactkey.http._documents`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from hypothesis import strategies as st
 from openai._streaming import SSEDecoder
 
 from redactkey import Fixture
-from redactkey._format import parse_fixture, parse_replayed
-from redactkey._http import (
+from redactkey.fixtures._format import parse_fixture, parse_replayed
+from redactkey.http._documents import (
     RESPONSE_HEADERS,
     SSEParser,
     _merge_headers,
@@ -227,7 +228,7 @@ class TestRequestDocument:
     def test_header_pairs_are_the_library_s_own(self, library: str, headers: Any) -> None:
         """The transport's decoding of a request's headers gives what `multi_items()`
         gives, whatever the headers' encoding: as a map when no name is sent twice."""
-        from redactkey._transport import _header_map
+        from redactkey.clients._httpx import _header_map
 
         parsed = importlib.import_module(library).Headers(headers)
         decoded = _header_map(parsed)
@@ -238,7 +239,7 @@ class TestRequestDocument:
     @pytest.mark.parametrize("library", ["httpx", "httpx2"])
     def test_header_pairs_follow_an_encoding_set_by_hand(self, library: str) -> None:
         """Headers told to decode as Latin-1 are read as Latin-1, UTF-8 bytes and all."""
-        from redactkey._transport import _header_map
+        from redactkey.clients._httpx import _header_map
 
         parsed = importlib.import_module(library).Headers({"X-Utf8": "caf\u00e9".encode()})
         parsed.encoding = "iso-8859-1"

@@ -36,8 +36,8 @@ from redactkey import (
     FixtureTransport,
     MissingFixtureError,
     UsageError,
-    _store,
 )
+from redactkey.fixtures import _store
 from sdk_scenarios import FLAVOURS, redactor_for, run
 
 PLACEHOLDER = "[REDACTED]"
@@ -390,7 +390,7 @@ class TestTransportOptions:
         def parsed(*args: Any) -> bytes:
             raise AssertionError("the stored events were parsed and written again")
 
-        monkeypatch.setattr("redactkey._exchange.stream_bytes", parsed)
+        monkeypatch.setattr("redactkey.record._exchange.stream_bytes", parsed)
         transport = FixtureTransport(FixtureDir(tmp_path), mode="replay")
         with library.Client(transport=transport) as client, client.stream(
             "POST", url, json={"stream": True}

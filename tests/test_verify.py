@@ -24,7 +24,7 @@ from redactkey import (
     ToolFixtures,
     VerifyRules,
 )
-from redactkey._verify import compare_answers, compare_streams
+from redactkey.fixtures._verify import compare_answers, compare_streams
 
 pytest_plugins = ["pytester"]
 

@@ -5,9 +5,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._answers import PROVIDER_ANSWERS, DropFields, PinFields
-from ._canonical import canonicalize
-from ._config import Config, load_config
 from ._errors import (
     CanonicalizationError,
     ConfigError,
@@ -27,8 +24,11 @@ from ._errors import (
     UsageError,
     VolatileValueWarning,
 )
-from ._format import Fixture
-from ._keys import (
+from .fixtures._answers import PROVIDER_ANSWERS, DropFields, PinFields
+from .fixtures._format import Fixture
+from .fixtures._store import CassetteStore, FixtureDir, FixtureStore
+from .keys._canonical import canonicalize
+from .keys._keys import (
     KEY_SCHEME_VERSION,
     MODEL_FIELDS,
     DropKeys,
@@ -38,40 +38,40 @@ from ._keys import (
     key_material,
     request_key,
 )
-from ._redact import SENSITIVE_KEYS, Finding, Redactor
-from ._secrets import DeclaresSecrets, RunSecrets, collect_run_secrets
-from ._store import CassetteStore, FixtureDir, FixtureStore
+from .record._config import Config, load_config
+from .redact._redactor import SENSITIVE_KEYS, Finding, Redactor
+from .secrets._run_secrets import DeclaresSecrets, RunSecrets, collect_run_secrets
 
 if TYPE_CHECKING:
-    from ._age import FixtureAges
-    from ._aiohttp import aiohttp_session
-    from ._botocore import use_botocore
-    from ._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
-    from ._report import RunReport
-    from ._requests import RequestsAdapter
-    from ._transport import FixtureTransport, ForwardingTransport
-    from ._vcr import VcrHooks, use_redactkey
-    from ._verify import VerifyRules
+    from .clients._aiohttp import aiohttp_session
+    from .clients._botocore import use_botocore
+    from .clients._httpx import FixtureTransport, ForwardingTransport
+    from .clients._requests import RequestsAdapter
+    from .clients._vcr import VcrHooks, use_redactkey
+    from .fixtures._age import FixtureAges
+    from .fixtures._verify import VerifyRules
     from .pytest_plugin import NetworkRefusedError
+    from .record._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
+    from .record._report import RunReport
 
 # Loaded on first use so `import redactkey` (and every `redact` command) stays light:
 # the transport and vcr layers import httpx and httpx2, the replay layer jsonschema.
 _LAZY = {
-    "ClientAdapter": "._replay",
-    "FixtureAges": "._age",
-    "FixtureTransport": "._transport",
-    "ForwardingTransport": "._transport",
-    "ModelFixtures": "._replay",
+    "ClientAdapter": ".record._replay",
+    "FixtureAges": ".fixtures._age",
+    "FixtureTransport": ".clients._httpx",
+    "ForwardingTransport": ".clients._httpx",
+    "ModelFixtures": ".record._replay",
     "NetworkRefusedError": ".pytest_plugin",
-    "RequestsAdapter": "._requests",
-    "RunReport": "._report",
-    "ToolFixtures": "._replay",
-    "VcrHooks": "._vcr",
-    "VerifyRules": "._verify",
-    "aiohttp_session": "._aiohttp",
-    "resolve_mode": "._replay",
-    "use_botocore": "._botocore",
-    "use_redactkey": "._vcr",
+    "RequestsAdapter": ".clients._requests",
+    "RunReport": ".record._report",
+    "ToolFixtures": ".record._replay",
+    "VcrHooks": ".clients._vcr",
+    "VerifyRules": ".fixtures._verify",
+    "aiohttp_session": ".clients._aiohttp",
+    "resolve_mode": ".record._replay",
+    "use_botocore": ".clients._botocore",
+    "use_redactkey": ".clients._vcr",
 }
 
 __all__ = [

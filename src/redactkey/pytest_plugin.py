@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import pytest
 
-from ._age import EXPIRY_ACTIONS, ExpiryAction, FixtureAges, parse_duration
-from ._config import Config, load_config
 from ._errors import DriftError, FixtureError, MissingFixtureError, RedactkeyError, UsageError
-from ._redact import Redactor
-from ._replay import (
+from .fixtures._age import EXPIRY_ACTIONS, ExpiryAction, FixtureAges, parse_duration
+from .fixtures._store import CassetteStore, FixtureDir, kind_for_file_name, replay_reader
+from .record._config import Config, load_config
+from .record._replay import (
     DEFAULT_MODE,
     MODE_ENV,
     MODEL_MODE_ENV,
@@ -48,15 +48,15 @@ from ._replay import (
     ToolFixtures,
     parse_mode,
 )
-from ._secrets import RunSecrets
-from ._store import CassetteStore, FixtureDir, kind_for_file_name, replay_reader
+from .redact._redactor import Redactor
+from .secrets._run_secrets import RunSecrets
 
 if TYPE_CHECKING:
-    from ._answers import AnswerNormalizer
-    from ._format import Fixture
-    from ._store import FixtureStore
-    from ._transport import FixtureTransport
-    from ._verify import VerifyRules
+    from .clients._httpx import FixtureTransport
+    from .fixtures._answers import AnswerNormalizer
+    from .fixtures._format import Fixture
+    from .fixtures._store import FixtureStore
+    from .fixtures._verify import VerifyRules
 
 __all__ = ["NetworkRefusedError", "RedactkeySettings", "TrackedStore"]
 
@@ -492,7 +492,7 @@ class _NetworkGuard:
         host, shown = target
         if self.settings.allow_loopback and _is_loopback(host):
             return
-        from ._exchange import sending_live
+        from .record._exchange import sending_live
 
         if sending_live():
             return  # the transport's own live call
@@ -721,7 +721,7 @@ class _Summary:
     def document(self, mode: str, model_mode: str, root: Path, report: Path) -> dict[str, Any]:
         """The run report. Its paths are relative to the report's directory, which is
         how `redact audit --run-report` resolves them."""
-        from ._report import report_document
+        from .record._report import report_document
 
         def relocated(shown: str) -> str:
             try:
@@ -770,7 +770,7 @@ class _Summary:
 
 
 def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
-    from ._findings import counted  # (the run's end only: the checks' module)
+    from .commands._issues import counted  # (the run's end only: the checks' module)
 
     events = merged["events"]
     touched = {e["file"] for e in events if e["outcome"] in ("replayed", "recorded")}
@@ -807,7 +807,7 @@ def _summarise(merged: dict[str, Any], root: Path) -> _Summary:
 
 def _partial_reasons(merged: dict[str, Any]) -> list[str]:
     """Why a run did not cover every test (so its unused files are not all unused)."""
-    from ._findings import counted
+    from .commands._issues import counted
 
     reasons = list(merged["partial"])
     if merged["deselected"]:
@@ -1304,7 +1304,7 @@ class _SessionState:
         if self.report_written is not None:
             tr.line(f"run report: {self.report_written}")
         if self.failed_unused:
-            from ._findings import counted
+            from .commands._issues import counted
 
             tr.line(
                 f"FAILED: {counted(len(summary.unused), 'unused fixture file')} "
@@ -1330,8 +1330,8 @@ def _missing_in(exc: BaseException) -> bool:
 
 
 def _write_report(path: Path, document: dict[str, Any]) -> Path:
-    from ._format import dump_document
-    from ._store import atomic_write
+    from .fixtures._format import dump_document
+    from .fixtures._store import atomic_write
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, dump_document(document))
@@ -1671,7 +1671,7 @@ class _Fixtures:
         return None
 
     def _transport(self, tool: bool) -> Iterator[FixtureTransport]:
-        from ._transport import FixtureTransport
+        from .clients._httpx import FixtureTransport
 
         pieces = self._pieces()
         settings: RedactkeySettings = pieces.use("redactkey_settings")

@@ -131,7 +131,7 @@ def run(tree: Path, jobs: int, src: Path | None = None) -> tuple[float, float, b
     """Wall seconds, CPU seconds (the command and its workers), the JSON report and the
     load average when it started."""
     command = [sys.executable, "-c",
-               "import sys; from redactkey._cli import main; sys.exit(main(sys.argv[1:]))",
+               "import sys; from redactkey.commands._cli import main; sys.exit(main(sys.argv[1:]))",
                "audit", "-j", str(jobs), "--format", "json", str(tree)]
     env = dict(os.environ)
     if src is not None:
@@ -152,10 +152,10 @@ def critical_path(tree: Path, jobs: int) -> tuple[float, float, float, int]:
     On free cores the files take about as long as the busiest process's CPU time."""
     import functools
 
-    from redactkey._audit import Auditor, _audit_work, audit_one
-    from redactkey._check import begin
-    from redactkey._cli import _setup
-    from redactkey._parallel import run_files
+    from redactkey.commands._audit import Auditor, _audit_work, audit_one
+    from redactkey.commands._check import begin
+    from redactkey.commands._cli import _setup
+    from redactkey.commands._parallel import run_files
 
     _config, checker = _setup(None, ())
     _report, targets = begin([str(tree)], "audit")

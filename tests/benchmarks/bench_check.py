@@ -139,7 +139,7 @@ def _cpu_run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return cpu, wall, proc.stdout, proc.returncode
 
 
-_PROGRAM = "import sys; from redactkey._cli import main; sys.exit(main(sys.argv[1:]))"
+_PROGRAM = "import sys; from redactkey.commands._cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _jobs_args(env: dict[str, str], jobs: int) -> list[str]:

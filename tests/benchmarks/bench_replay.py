@@ -41,7 +41,7 @@ from redactkey import (
     Redactor,
     RunSecrets,
 )
-from redactkey._keys import key_from_material, key_material
+from redactkey.keys._keys import key_from_material, key_material
 
 WORDS = ("the", "model", "returns", "a", "structured", "answer", "with", "citations", "for",
          "each", "claim", "and", "a", "short", "summary", "of", "the", "quarterly", "report",

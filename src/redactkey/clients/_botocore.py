@@ -1,0 +1,197 @@
+"""`use_botocore`: record and replay the calls of a boto3 / botocore client.
+
+botocore emits ``before-send`` after a request is signed and before it is sent; a
+handler that returns a response answers the request itself. `use_botocore` registers
+one such handler on the client's own event system (nothing global is touched): in
+replay it answers from the store, in record it sends the request through the client's
+own HTTP session and records the answer. Fixtures are the same kind ``"http"``
+documents the httpx transport writes, through the same record/replay step
+(`redactkey.record._exchange`); an AWS event stream (Bedrock's ``converse_stream``) is kept
+frame by frame.
+
+SigV4 signing headers (``Authorization``, ``X-Amz-Date``, ``X-Amz-Security-Token``),
+the invocation id and the retry counter are request headers, and no request header
+counts toward the key of an HTTP call, so the key does not depend on the credentials
+or the signing time; the store keeps only the key material and allowlisted response
+headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Final
+
+from .._errors import UsageError
+from ..http._documents import RESPONSE_HEADERS, request_document
+from ..record._exchange import HttpFixtures, LiveResponse, LiveStream, Reply
+
+if TYPE_CHECKING:
+    from ..fixtures._store import FixtureStore
+    from ..keys._keys import KeySpec
+    from ..record._replay import Mode
+    from ..redact._redactor import Redactor
+
+__all__ = ["BOTOCORE_RESPONSE_HEADERS", "use_botocore"]
+
+BOTOCORE_RESPONSE_HEADERS: Final = RESPONSE_HEADERS | {"x-amzn-errortype"}
+"""Response headers a botocore fixture keeps: botocore reads the error code of a
+JSON protocol error from ``x-amzn-errortype``."""
+
+_UNIQUE_ID: Final = "redactkey-use-botocore"
+
+
+class _Raw:
+    """The raw body botocore reads: ``stream()`` (event streams, ``.content``) and
+    ``read(amt)`` (a ``StreamingBody``)."""
+
+    def __init__(self, pieces: Iterable[bytes], close: Callable[[], None] | None = None) -> None:
+        self._pieces = iter(pieces)
+        self._buffer = b""
+        self._close = close
+
+    def stream(self, amt: int | None = None, decode_content: bool | None = None) -> Iterator[bytes]:
+        if self._buffer:
+            buffered, self._buffer = self._buffer, b""
+            yield buffered
+        yield from self._pieces
+
+    def read(self, amt: int | None = None) -> bytes:
+        while amt is None or len(self._buffer) < amt:
+            piece = next(self._pieces, None)
+            if piece is None:
+                break
+            self._buffer += piece
+        if amt is None:
+            data, self._buffer = self._buffer, b""
+        else:
+            data, self._buffer = self._buffer[:amt], self._buffer[amt:]
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        if self._close is not None:
+            close, self._close = self._close, None
+            close()
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+
+
+def _headers(headers: Any) -> list[tuple[str, str]]:
+    return [(_text(name), _text(value)) for name, value in headers.items()]
+
+
+def _request_body(body: Any) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, (bytes, bytearray)):
+        return bytes(body)
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    read = getattr(body, "read", None)
+    if read is None:
+        raise UsageError(f"use_botocore cannot key a request body of type {type(body).__name__}")
+    # A file-like upload: read it for the key, then rewind it for the live send.
+    start = body.tell()
+    data = read()
+    body.seek(start)
+    return data if isinstance(data, bytes) else str(data).encode("utf-8")
+
+
+class _BotocoreHook:
+    """The ``before-send`` handler: replay, or send live and record, per the mode."""
+
+    def __init__(self, client: Any, http: HttpFixtures) -> None:
+        self._client = client
+        self._http = http
+
+    def _send(self, request: Any) -> Any:
+        # The client's own HTTP session: its proxies, TLS settings and timeouts apply.
+        return self._client._endpoint.http_session.send(request)
+
+    def _event_stream(self, event_name: str) -> bool:
+        operation = event_name.rsplit(".", 1)[-1]
+        model = self._client.meta.service_model
+        if operation not in model.operation_names:
+            return False
+        return bool(model.operation_model(operation).has_event_stream_output)
+
+    def __call__(self, request: Any, event_name: str = "", **_: Any) -> Any:
+        __tracebackhide__ = True
+        document = request_document(
+            request.method, request.url, _headers(request.headers), _request_body(request.body)
+        )
+        if self._event_stream(event_name):
+            return self._stream(request, document)
+        return self._call(request, document)
+
+    @staticmethod
+    def _response(request: Any, status: int, headers: Iterable[tuple[str, str]],
+                  raw: _Raw) -> Any:
+        from botocore.awsrequest import AWSResponse
+
+        return AWSResponse(request.url, status, dict(headers), raw)
+
+    def _whole(self, request: Any, reply: Reply) -> Any:
+        return self._response(request, reply.status, reply.headers, _Raw([reply.body]))
+
+    def _call(self, request: Any, document: dict[str, Any]) -> Any:
+        def send() -> LiveResponse:
+            response = self._send(request)
+            return LiveResponse(response.status_code, _headers(response.headers),
+                                response.content)
+
+        return self._whole(request, self._http.call(document, send))
+
+    def _stream(self, request: Any, document: dict[str, Any]) -> Any:
+        def open_stream() -> LiveStream:
+            response = self._send(request)
+            return LiveStream(response.status_code, _headers(response.headers),
+                              response.raw.stream(), response.raw.close)
+
+        reply = self._http.stream(document, open_stream)
+        if isinstance(reply, Reply):
+            return self._whole(request, reply)
+        return self._response(request, reply.status, reply.headers,
+                              _Raw(reply.pieces, reply.close))
+
+
+def use_botocore(
+    client: Any,
+    store: FixtureStore,
+    *,
+    mode: Mode | None = None,
+    redactor: Redactor | None = None,
+    spec: KeySpec | None = None,
+    model: bool = True,
+    response_headers: Iterable[str] = BOTOCORE_RESPONSE_HEADERS,
+    how_to_record: str | None = None,
+) -> Any:
+    """Record and replay every call of a boto3 / botocore `client`; returns the client.
+
+    ``use_botocore(boto3.client("bedrock-runtime"), FixtureDir("tests/fixtures"))``:
+    calls are answered from `store` or sent and recorded, per `mode` (`None` reads
+    ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless ``model=False``), as kind
+    ``"http"`` fixtures that any redactkey transport replays. Event streams
+    (``converse_stream``) are stored frame by frame and replayed as the same frames.
+    A second call on the same client replaces the first registration.
+    """
+    events = getattr(getattr(client, "meta", None), "events", None)
+    if events is None or not hasattr(client, "_endpoint"):
+        raise UsageError(
+            f"use_botocore takes a boto3 / botocore client, not {type(client).__name__}; "
+            'pass boto3.client("bedrock-runtime", ...)'
+        )
+    http = HttpFixtures(
+        store, mode=mode, redactor=redactor, spec=spec, model=model,
+        response_headers=response_headers, how_to_record=how_to_record,
+    )
+    hook = _BotocoreHook(client, http)
+    service = client.meta.service_model.service_id.hyphenize()
+    event = f"before-send.{service}"
+    events.unregister(event, unique_id=_UNIQUE_ID)
+    events.register(event, hook, unique_id=_UNIQUE_ID)
+    return client

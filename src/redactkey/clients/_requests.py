@@ -1,0 +1,260 @@
+"""`RequestsAdapter`, the record/replay transport adapter for `requests` sessions.
+
+Only the glue to requests lives here: a `PreparedRequest` becomes a request document
+(`redactkey.http._documents`) and an `HttpFixtures` reply (`redactkey.record._exchange`) becomes a
+`requests.Response`. Live calls go through an inner adapter, by default requests' own
+`HTTPAdapter` (urllib3), so urllib3 under a session is covered by the same adapter.
+"""
+
+from __future__ import annotations
+
+import http
+import io
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._errors import raised_at_entry
+from ..http._documents import RESPONSE_HEADERS, request_document
+from ..record._exchange import HttpFixtures, LiveStream, Reply
+
+try:
+    from requests.adapters import BaseAdapter, HTTPAdapter
+    from requests.models import PreparedRequest, Response
+    from requests.structures import CaseInsensitiveDict
+    from requests.utils import get_encoding_from_headers
+except ImportError as exc:  # pragma: no cover - exercised only without requests
+    raise ImportError(
+        "RequestsAdapter needs the requests package; install it with `pip install requests`"
+    ) from exc
+
+if TYPE_CHECKING:
+    from ..fixtures._store import FixtureStore
+    from ..keys._keys import KeySpec
+    from ..record._replay import Mode
+    from ..redact._redactor import Redactor
+
+__all__ = ["RequestsAdapter"]
+
+
+class _Body:
+    """A response's `raw` fed from byte pieces: read as they come, closed at their end.
+
+    requests reads `raw.stream(chunk_size)` (`iter_content`, `iter_lines`, `.content`)
+    or `raw.read(n)`; both hand out each piece as soon as it is there, so a stream
+    passed through while recording reaches the caller as it arrives.
+    """
+
+    def __init__(self, pieces: Iterator[bytes], close: Callable[[], None]) -> None:
+        self._pieces = pieces
+        self._close = close
+        self._buffer = b""
+        self._done = False
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def readable(self) -> bool:
+        return True
+
+    def _next(self) -> bytes:
+        if self._buffer:
+            piece, self._buffer = self._buffer, b""
+            return piece
+        if self._done:
+            return b""
+        for piece in self._pieces:
+            if piece:
+                return piece
+        self._done = True
+        self.close()  # the end of the body: a recorded stream is written now
+        return b""
+
+    def stream(self, amt: int | None = None, decode_content: bool | None = None) -> Iterator[bytes]:
+        while piece := self._next():
+            if amt is not None and len(piece) > amt:
+                piece, self._buffer = piece[:amt], piece[amt:]
+            yield piece
+
+    def read(self, amt: int | None = None, decode_content: bool | None = None,
+             cache_content: bool = False) -> bytes:
+        out = io.BytesIO()
+        while amt is None or out.tell() < amt:
+            piece = self._next()
+            if not piece:
+                break
+            if amt is not None and out.tell() + len(piece) > amt:
+                cut = amt - out.tell()
+                piece, self._buffer = piece[:cut], piece[cut:]
+            out.write(piece)
+        return out.getvalue()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._close()
+
+    def release_conn(self) -> None:
+        self.close()
+
+
+def _body_bytes(body: Any) -> bytes:
+    """A prepared body as bytes: bytes, text, a file or an iterable of pieces."""
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    read = getattr(body, "read", None)
+    pieces: Iterable[Any] = [read()] if read is not None else body
+    return b"".join(p.encode("utf-8") if isinstance(p, str) else bytes(p) for p in pieces)
+
+
+def _header_pairs(response: Response) -> list[tuple[str, str]]:
+    """Response headers as received, a repeated header once per value."""
+    raw_headers = getattr(response.raw, "headers", None)
+    items = getattr(raw_headers, "iteritems", None)
+    if items is not None:
+        return [(str(k), str(v)) for k, v in items()]
+    return [(str(k), str(v)) for k, v in response.headers.items()]
+
+
+def _live_pieces(response: Response) -> Iterator[bytes]:
+    """The decoded body of a live response in the pieces it arrives in."""
+    raw = response.raw
+    read1 = getattr(raw, "read1", None)
+    if getattr(raw, "chunked", False) or read1 is None:
+        yield from response.iter_content(chunk_size=None)  # one HTTP chunk at a time
+        return
+    while piece := read1(decode_content=True):
+        yield piece
+
+
+def _merged(pairs: Iterable[tuple[str, str]]) -> CaseInsensitiveDict[str]:
+    headers: CaseInsensitiveDict[str] = CaseInsensitiveDict()
+    for name, value in pairs:
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
+
+
+class RequestsAdapter(BaseAdapter):
+    """Record and replay the HTTP calls of a `requests.Session`.
+
+    ``session.mount("https://", RequestsAdapter(FixtureDir("tests/fixtures")))`` (and
+    ``"http://"``) hands every request of the session to the same record/replay step
+    as `FixtureTransport`: same modes, keys, redaction and fixture files (kind
+    ``"http"``), so one fixture tree serves requests, httpx, httpx2 and aiohttp alike.
+    Live calls go through `inner` (by default a `requests.adapters.HTTPAdapter`; pass
+    your own for retries or pool settings). Streams (server-sent events, NDJSON) reach
+    `iter_lines` / `iter_content` as they arrive and are written once read to their end.
+    `spec`, `model`, `response_headers` and `how_to_record` mean what they mean for
+    `FixtureTransport`.
+    """
+
+    def __init__(
+        self,
+        store: FixtureStore,
+        *,
+        mode: Mode | None = None,
+        redactor: Redactor | None = None,
+        inner: BaseAdapter | None = None,
+        spec: KeySpec | None = None,
+        model: bool = True,
+        response_headers: Iterable[str] = RESPONSE_HEADERS,
+        how_to_record: str | None = None,
+    ) -> None:
+        super().__init__()
+        self._store = store
+        self._http = HttpFixtures(
+            store, mode=mode, redactor=redactor, spec=spec, model=model,
+            response_headers=response_headers, how_to_record=how_to_record,
+        )
+        self._inner = inner
+        self._owned: HTTPAdapter | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"RequestsAdapter({self._store!r}, mode={self._http.mode!r})"
+
+    @property
+    def mode(self) -> str:
+        """The resolved mode: "live", "record", "replay" or "auto"."""
+        return self._http.mode
+
+    def _inner_adapter(self) -> BaseAdapter:
+        if self._inner is not None:
+            return self._inner
+        with self._lock:
+            if self._owned is None:
+                self._owned = HTTPAdapter()
+            return self._owned
+
+    def close(self) -> None:
+        """Close the inner adapter (its connection pools)."""
+        with self._lock:
+            owned, self._owned = self._owned, None
+        if owned is not None:
+            owned.close()
+        if self._inner is not None:
+            self._inner.close()
+
+    @raised_at_entry
+    def send(
+        self,
+        request: PreparedRequest,
+        stream: bool = False,
+        timeout: Any = None,
+        verify: Any = True,
+        cert: Any = None,
+        proxies: Mapping[str, str] | None = None,
+    ) -> Response:
+        """Answer one prepared request: replayed, or sent through the inner adapter."""
+        body = _body_bytes(request.body)
+        url = str(request.url)
+        document = request_document(
+            str(request.method), url, [(str(k), str(v)) for k, v in request.headers.items()],
+            body,
+        )
+
+        def open_stream() -> LiveStream:
+            sent = request.copy()
+            sent.body = body or None  # a file or generator body was read for the key
+            response = self._inner_adapter().send(
+                sent, stream=True, timeout=timeout, verify=verify, cert=cert,
+                proxies=dict(proxies or {}),
+            )
+            return LiveStream(
+                response.status_code, _header_pairs(response), _live_pieces(response),
+                response.close,
+            )
+
+        reply = self._http.exchange(document, open_stream)
+        if isinstance(reply, Reply):
+            pieces, close = iter([reply.body]), _nothing
+        else:
+            pieces, close = reply.pieces, reply.close
+        return self._response(request, reply.status, reply.headers, _Body(pieces, close))
+
+    def _response(
+        self, request: PreparedRequest, status: int, headers: list[tuple[str, str]], raw: _Body
+    ) -> Response:
+        response = Response()
+        response.status_code = status
+        response.headers = _merged(headers)
+        response.encoding = get_encoding_from_headers(response.headers)
+        response.raw = raw
+        try:
+            response.reason = http.HTTPStatus(status).phrase
+        except ValueError:
+            response.reason = ""
+        response.url = str(request.url)
+        response.request = request
+        response.connection = self  # type: ignore[assignment]  # auth hooks call .send
+        return response
+
+
+def _nothing() -> None:
+    return None

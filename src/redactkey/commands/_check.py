@@ -1,0 +1,641 @@
+"""`redact check`: find unredacted secrets in files.
+
+The checker scans JSON, YAML and text with a `Redactor` and reports `Issue`s
+(see `_findings`); third-party placeholders count as redacted (`_placeholders`).
+Exit codes: 0 clean, 1 findings, 2 usage error or unreadable input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._errors import FixtureFormatError, UsageError
+from ..record._config import Config
+from ..recordings._cassettes import LineMap, Recording, resolve_pointer
+from ..recordings._classify import (
+    RECORDING_SUFFIXES,
+    Target,
+    Unreadable,
+    looks_like_recording,
+    open_target,
+    walk,
+)
+from ..recordings._readers import (
+    STREAM_FILE_SUFFIXES,
+    BodyStream,
+    body_streams,
+    file_stream,
+    header_sites,
+    names_a_stream,
+    read_recording,
+)
+from ..redact._redactor import Redactor, shown_pointer
+from ..scan._detectors import NEAR_MISS_RULES
+from ..scan._placeholders import AUTH_SCHEMES, looks_redacted
+from ..scan._vocabulary import COOKIE_HEADERS, header_class
+from ..secrets._run_secrets import RunSecrets, mask
+from ._issues import InputProblem, Issue, Report, value_tag
+from ._parallel import Outcome, run_files
+
+__all__ = [
+    "STRUCTURED_SUFFIXES",
+    "Checker",
+    "CheckerSpec",
+    "Target",
+    "Unreadable",
+    "begin",
+    "build_redactor",
+    "check_one",
+    "check_paths",
+    "progress_bar",
+]
+
+# rules that flag a value because of the name it sits under, not because of its shape
+_BY_NAME_RULES = frozenset({"sensitive-key", "high-entropy", "url-password"})
+
+STRUCTURED_SUFFIXES = RECORDING_SUFFIXES
+
+
+def begin(paths: Sequence[str], command: str, *, strict: bool = False
+          ) -> tuple[Report, list[Target]]:
+    """The report of a command over `paths` and the files it reads: one walk for `check`,
+    `audit` and `scrub`, with the skipped files listed (and reported when they may hold a
+    recording) and the paths that cannot be opened as problems (exit 2)."""
+    found = walk(paths)
+    report = Report(command=command, problems=list(found.problems), strict=strict)
+    for skipped in found.skipped:
+        report.skip(skipped.display, skipped.reason, finding=skipped.unreadable)
+    return report, found.targets
+
+
+def _streams_of(recording: Recording) -> list[BodyStream]:
+    """The streamed bodies of a recording (none without interactions, and none in a file
+    that neither names a stream's content type nor holds an SSE `data:` line)."""
+    if not recording.interactions:
+        return []
+    text = recording.text
+    if "data:" not in text and not names_a_stream(text):
+        return []
+    return list(body_streams(recording))
+
+
+def _binary_line(recording: Recording, pointer: str, at: int) -> int:
+    """The line of byte `at` of a binary body kept as base64 in a YAML block (`!!binary |`,
+    one run of base64 text per line); the body's line elsewhere."""
+    first = recording.line_for(pointer)
+    lines = recording.text.splitlines()
+    indicator = next((number for number in (first, first - 1)
+                      if 0 < number <= len(lines) and lines[number - 1].rstrip().endswith(
+                          ("|", "|-", "|+", ">", ">-"))), None)
+    if at < 0 or indicator is None:
+        return first
+    target, seen = (at // 3) * 4, 0
+    for number in range(indicator, len(lines)):  # lines[indicator] is the block's first line
+        seen += len(lines[number].strip())
+        if seen > target:
+            return number + 1
+    return first
+
+
+def _swap(document: object, pointer: str, value: object) -> object:
+    """Put `value` at `pointer` of a decoded document; returns what was there."""
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    node = document
+    for token in tokens[:-1]:
+        node = node[int(token)] if isinstance(node, list) else node[token]  # type: ignore[index]
+    last = tokens[-1]
+    key: int | str = int(last) if isinstance(node, list) else last
+    old = node[key]  # type: ignore[index]
+    node[key] = value  # type: ignore[index]
+    return old
+
+
+def _last_name(pointer: str) -> str:
+    """The last non-index token of a JSON pointer (a header or field name)."""
+    for token in reversed(pointer.split("/")[1:]):
+        if not token.isdigit():
+            return token.replace("~1", "/").replace("~0", "~")
+    return ""
+
+
+@dataclass(frozen=True)
+class CheckerSpec:
+    """How to build a `Checker` again in another process (`--jobs`): the configuration and
+    the names of the secrets, never their values (each process reads its environment)."""
+
+    config: Config
+    secret_env: tuple[str, ...] = ()
+    normalise: bool = True
+    strict: bool = False
+    tagging: bool = False
+
+    def build(self) -> Checker:
+        """A checker over this process's environment secrets."""
+        redactor = build_redactor(self.config, secret_env=self.secret_env)
+        checker = Checker(redactor, self.config, normalise=self.normalise, strict=self.strict)
+        checker.tagging = self.tagging
+        checker.spec = self
+        return checker
+
+
+# An inline suppression on the line of a finding: ours, detect-secrets' and gitleaks'.
+INLINE_PRAGMA = re.compile(r"redact:\s*allow|pragma:\s*allowlist[ -]secret|gitleaks:allow")
+
+
+class Checker:
+    """Scans files for secrets with a `Redactor` (detectors, the configured extra detectors,
+    credential-named fields, run secrets); third-party placeholders count as redacted."""
+
+    def __init__(self, redactor: Redactor, config: Config, *, normalise: bool = True,
+                 strict: bool = False) -> None:
+        self.redactor = redactor
+        self.config = config
+        self.strict = strict  # `--strict`: files that cannot be read are errors
+        self.spec: CheckerSpec | None = None  # how workers rebuild it (`--jobs`)
+        self._shown: dict[str, str] = {}  # pointer -> pointer as printed (masked)
+        # header name -> its class (None: not reported by name); names repeat in every file
+        self._header_classes: dict[str, str | None] = {}
+        # (by name, segment, whole) -> dismissed: placeholders repeat in every file
+        self._dismissed: dict[tuple[bool, str, str | None], bool] = {}
+        # False: JSON files are scanned as parsed, without building interactions (check)
+        self.normalise = normalise
+        # True: issues carry a value tag, so a baseline notices a changed value
+        self.tagging = False
+        # findings the last `check_target` passed over for an inline pragma
+        self.suppressed = 0
+
+    # -- entry points ---------------------------------------------------------------
+
+    def check_target(self, target: Target) -> tuple[list[Issue], Recording | None]:
+        """Issues of one file and its parsed form (None for plain text; a stream file's
+        form has the stream's kind as its format, `sse` or `ndjson`, and no interactions).
+
+        Raises `Unreadable` when the file cannot be read (over a cap, corrupt gzip); a
+        JSON or YAML file that does not parse is scanned as text.
+        """
+        self.suppressed = 0
+        opened = open_target(target)
+        text = opened.text
+        recording: Recording | None = None
+        named = opened.suffix in RECORDING_SUFFIXES
+        if opened.suffix not in STREAM_FILE_SUFFIXES and (named or looks_like_recording(text)):
+            # a streamed body is split into its events, so a file that names a stream's
+            # content type leaves the JSON fast path (the others stay on it)
+            normalise = self.normalise or names_a_stream(text)
+            try:
+                recording = read_recording(target.path, text, suffix=opened.suffix,
+                                           normalise=normalise)
+            except FixtureFormatError as exc:
+                if not named:
+                    issues = self.scan_text(text, target.display)
+                    issues.append(self.unreadable_issue(
+                        target.display, f"looks like a recording but does not parse: "
+                                        f"{exc.problem}"))
+                    return issues, None
+        if recording is not None:
+            issues = self._inline(self.scan_cassette(recording, target.display), text)
+            issues.extend(self.unreadable_issue(target.display, problem)
+                          for problem in recording.problems)
+            return issues, recording
+        stream = file_stream(text, opened.suffix)
+        if stream is not None:  # a stream saved as a file of its own (`.sse`, `.ndjson`)
+            # read as its kind (`sse`, `ndjson`): the file is the body, its events the data
+            holder = Recording(path=target.path, format=stream.kind, document=text,
+                               lines=LineMap(), text=text)
+            issues = self._inline(self.stream_issues(holder, target.display, stream), text)
+            return issues, holder
+        return self._inline(self.scan_text(text, target.display), text), None
+
+    def _inline(self, issues: list[Issue], text: str) -> list[Issue]:
+        kept = _inline(issues, text)
+        self.suppressed += len(issues) - len(kept)
+        return kept
+
+    def _issue(self, issue: Issue, value: str) -> Issue:
+        """A finding as reported: a near miss is a warning; with a baseline, a value tag."""
+        if issue.rule in NEAR_MISS_RULES:
+            issue = dataclasses.replace(issue, severity="warning")
+        if self.tagging:
+            issue = dataclasses.replace(issue, tag=value_tag(value, issue.fingerprint))
+        return issue
+
+    def unreadable_issue(self, display: str, problem: str) -> Issue:
+        """An `unreadable-file` finding: a warning, an error with `--strict`."""
+        return Issue(display, 1, "unreadable-file", detail=problem,
+                     severity="error" if self.strict else None)
+
+    def dismissed(self, rule: str, segment: str, whole: str | None = None) -> bool:
+        """Whether a redactor finding is not a leak: a placeholder, or a value too short to
+        be a credential under a credential-like name (`secret: str`, `?key=`)."""
+        if len(segment) > 256 or (whole is not None and len(whole) > 256):
+            return self._dismiss(rule, segment, whole)
+        key = (rule in _BY_NAME_RULES, segment, whole)
+        cached = self._dismissed.get(key)
+        if cached is None:
+            cached = self._dismiss(rule, segment, whole)
+            if len(self._dismissed) < 16384:
+                self._dismissed[key] = cached
+        return cached
+
+    def _dismiss(self, rule: str, segment: str, whole: str | None) -> bool:
+        placeholder = self.redactor.is_placeholder
+        trimmed = segment.strip().lstrip("`('\"").rstrip("`)'\".,;:")
+        if looks_redacted(segment, placeholder) or looks_redacted(trimmed, placeholder):
+            return True
+        if whole is not None and whole != segment and looks_redacted(whole, placeholder):
+            return True
+        if rule in _BY_NAME_RULES:
+            bare = AUTH_SCHEMES.sub("", trimmed).strip()
+            if len(bare) < self.config.min_secret_length:
+                return True
+        return False
+
+    def scan_text(self, text: str, display: str) -> list[Issue]:
+        """Issues in a plain text."""
+        issues: list[Issue] = []
+        for finding in self.redactor.findings(text):
+            segment = text[finding.start:finding.end]
+            if segment and self.dismissed(finding.rule, segment):
+                continue
+            line = text.count("\n", 0, finding.start) + 1
+            issues.append(self._issue(Issue(display, line, finding.rule, pointer="",
+                                            slot=finding.slot, preview=finding.preview),
+                                      segment))
+        return issues
+
+    def scan_cassette(self, cassette: Recording, display: str) -> list[Issue]:
+        """Issues in a parsed JSON/YAML document, at the lines of the file."""
+        document = cassette.document
+        issues: list[Issue] = []
+        streams = _streams_of(cassette)
+        # a streamed body is read event by event (below), not as one text
+        held = [(stream, _swap(document, stream.pointer, "")) for stream in streams]
+        try:
+            found = self.redactor.findings(document)
+        finally:
+            for stream, value in reversed(held):
+                _swap(document, stream.pointer, value)
+        for stream in streams:
+            issues.extend(self.stream_issues(cassette, display, stream))
+        for finding in found:
+            value = resolve_pointer(document, finding.pointer)
+            if isinstance(value, str):
+                segment = value[finding.start:finding.end] if finding.end > finding.start \
+                    else value
+                if self.dismissed(finding.rule, segment, value):
+                    continue
+            rule = finding.rule
+            slot = finding.slot
+            name = _last_name(finding.pointer)
+            if rule == "sensitive-key":
+                if name.lower() in COOKIE_HEADERS:
+                    rule = "cookie"
+                slot = slot or name
+            offset = finding.start if isinstance(value, str) else None
+            line = cassette.line_for(finding.pointer, offset)
+            shown = (value[finding.start:finding.end] if finding.end > finding.start else value) \
+                if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+            issues.append(self._issue(
+                Issue(display, line, rule, pointer=self.masked_pointer(finding.pointer),
+                      slot=slot, preview=finding.preview), shown))
+        reported = {issue.pointer for issue in issues}
+        issues.extend(self.header_issues(cassette, display, reported))
+        if cassette.text.lstrip()[:1] not in ("{", "["):
+            # YAML comments are not part of the document but are committed all the same
+            for number, comment in enumerate(cassette.text.splitlines(), 1):
+                if comment.lstrip().startswith("#"):
+                    for finding in self.redactor.findings(comment):
+                        segment = comment[finding.start:finding.end]
+                        if not self.dismissed(finding.rule, segment):
+                            issues.append(self._issue(
+                                Issue(display, number, finding.rule, slot=finding.slot,
+                                      preview=finding.preview), segment))
+        return issues
+
+    def stream_issues(self, recording: Recording, display: str,
+                      stream: BodyStream) -> list[Issue]:
+        """Findings in a streamed body, event by event: each names its event (the pointer
+        is the body's, then the event's index, then the place in the event), at the line
+        of the event where the format has lines; a secret split across events is found on
+        their joined text and reported once, in the event where it starts. The framing
+        (SSE `event:`/`id:` lines) is scanned as text."""
+        issues: list[Issue] = []
+        body = stream.body
+
+        def line_at(offset: int) -> int:
+            if not stream.pointer and isinstance(body, str):  # the file is the body
+                return body.count("\n", 0, offset) + 1
+            return recording.line_for(stream.pointer, offset)
+
+        if isinstance(body, str):
+            framing = list(body)
+            for event in stream.events:
+                framing[event.start:event.end] = " " * (event.end - event.start)
+            residue = "".join(framing)
+            for finding in self.redactor.findings(residue):
+                segment = residue[finding.start:finding.end]
+                if segment and self.dismissed(finding.rule, segment):
+                    continue
+                issues.append(self._issue(Issue(
+                    display, line_at(finding.start), finding.rule,
+                    pointer=self.masked_pointer(stream.pointer), slot=finding.slot,
+                    preview=finding.preview, detail=f"{stream.kind} framing"), segment))
+        # (place, rule) -> (first event, last event, issue) of a finding that may run on
+        runs: dict[tuple[str, str], tuple[int, int, int]] = {}
+        for finding in self.redactor.stream_findings([e.value for e in stream.events]):
+            _, index_token, *rest = finding.pointer.split("/")
+            index = int(index_token)
+            inner = "".join("/" + token for token in rest)
+            event = stream.events[index]
+            leaf = resolve_pointer(event.value, inner)
+            segment = ""
+            if isinstance(leaf, str):
+                segment = leaf[finding.start:finding.end] if finding.end > finding.start \
+                    else leaf
+            run = runs.get((inner, finding.rule))
+            if run is not None and finding.start == 0 and run[1] == index - 1:
+                # the rest of a secret split across events: one finding, where it starts
+                first, _, at = run
+                issues[at] = dataclasses.replace(
+                    issues[at], detail=f"{stream.kind} events {first}-{index} (split across them)")
+                runs[(inner, finding.rule)] = (first, index, at)
+                continue
+            if isinstance(leaf, str) and self.dismissed(finding.rule, segment, leaf):
+                continue
+            rule, slot = finding.rule, finding.slot
+            name = _last_name(inner)
+            if rule == "sensitive-key":
+                if name.lower() in COOKIE_HEADERS:
+                    rule = "cookie"
+                slot = slot or name
+            if event.start >= 0:
+                offset = event.start
+                if segment and isinstance(body, str):
+                    at = body.find(json.dumps(segment)[1:-1], event.start, event.end)
+                    offset = at if at >= 0 else event.start
+                line = line_at(offset)
+            else:
+                line = _binary_line(recording, stream.pointer, event.at)
+            runs[(inner, finding.rule)] = (index, index, len(issues))
+            issues.append(self._issue(Issue(
+                display, line, rule, pointer=self.masked_pointer(
+                    f"{stream.pointer}/{index}{inner}"),
+                slot=slot, preview=finding.preview, detail=f"{stream.kind} event {index}"),
+                segment or json.dumps(leaf, sort_keys=True, default=str)))
+        return issues
+
+    def header_issues(self, recording: Recording, display: str,
+                      reported: set[str]) -> list[Issue]:
+        """Findings by header name, one vocabulary for every format: a credential header
+        (error), a cookie and an identifying header (warnings), a request id (note).
+        Values already reported at the same place, and placeholders, are passed over."""
+        kept: list[tuple[str, str, str, str, str | None]] = []
+        classes = self._header_classes
+        for name, value, pointer in header_sites(recording):
+            if not value or pointer in reported:
+                continue
+            try:
+                cls = classes[name]
+            except KeyError:
+                cls = header_class(name)
+                if cls is None and self.redactor.is_sensitive_key(name):
+                    cls = "sensitive-key"
+                if len(classes) < 4096:
+                    classes[name] = cls
+            if cls is None:
+                continue
+            if cls in ("sensitive-key", "cookie"):
+                if self.dismissed("sensitive-key", value):
+                    continue
+                preview = mask(value)
+            elif cls == "identifying-header":
+                if looks_redacted(value, self.redactor.is_placeholder):
+                    continue
+                preview = mask(value)
+            else:
+                preview = None
+            kept.append((name, value, pointer, cls, preview))
+        pointers = [pointer for _, _, pointer, _, _ in kept]
+        # a generic document's header sites are its own strings, reached through
+        # containers: their values need no second walk down the document
+        lines = recording.lines_for(pointers) if recording.interactions else \
+            recording.lines_for(pointers, [value for _, value, _, _, _ in kept])
+        masked = self.masked_pointer
+        issues = [Issue(display, line, cls, masked(pointer), name, preview)
+                  for (name, _, pointer, cls, preview), line in zip(kept, lines, strict=True)]
+        if not self.tagging:  # a header class is never a near miss: `_issue` keeps them
+            return issues
+        return [self._issue(issue, site[1]) for issue, site in zip(issues, kept, strict=True)]
+
+    def masked_pointer(self, pointer: str) -> str:
+        """`pointer` with every member name that holds a secret masked (`/sk-p…`): an object
+        key can be a credential (a token map), and reports print pointers."""
+        shown = self._shown.get(pointer)
+        if shown is None:
+            shown = shown_pointer(pointer, self.redactor,
+                                  min_length=self.config.min_secret_length)
+            if len(self._shown) < 65536:  # pointers repeat across files of one shape
+                self._shown[pointer] = shown
+        return shown
+
+    # -- allowlist --------------------------------------------------------------------
+
+    def allowlisted(self, issue: Issue) -> bool:
+        """Whether the configuration accepts this finding."""
+        return self.config.allowed(issue.path, issue.rule, issue.fingerprint) is not None
+
+
+def build_redactor(
+    config: Config,
+    *,
+    secret_env: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Redactor:
+    """A Redactor over the caller's environment secrets (plus `secret_env` names).
+
+    The commands record nothing, so they follow the replay rule for stand-in values: a
+    variable too short to scan for safely (or a placeholder such as `dummy`) is skipped
+    with a warning naming it, and so is a `secret_env` name this shell does not set,
+    rather than stopping the hook on every commit.
+    """
+    env = dict(os.environ if environ is None else environ)
+    secrets = RunSecrets.from_env(env, min_length=config.min_secret_length, skip_short=True)
+    # A name in the configuration file is shared by everyone who runs the hook; a shell
+    # without that variable has no value of it to leak, so the name is passed over
+    # (as the pytest plugin does). A name given with --secret-env says so in a warning.
+    named = [(name, "configuration secret-env", False) for name in config.secret_env]
+    named += [(name, "--secret-env", True) for name in secret_env]
+    for name, origin, loud in named:
+        if name not in env:
+            if loud and warn is not None:
+                warn(f"skipping {origin} {name}: not set in this environment")
+            continue
+        secrets.add(name, env[name])
+    if warn is not None:
+        for slot, reason in secrets.dummies.items():
+            warn(f"skipping {slot}: {reason}")
+    return Redactor(secrets, placeholder=config.placeholder,
+                    sensitive_keys=config.sensitive_keys,
+                    extra_patterns=config.extra_patterns())
+
+
+def _inline(issues: list[Issue], text: str) -> list[Issue]:
+    """Issues minus those on a line that carries an inline pragma (`redact: allow`,
+    `pragma: allowlist secret`, `gitleaks:allow`); the commands count those as allowed."""
+    # every pragma spells "allow": a file without it needs no regex pass
+    if not issues or "allow" not in text or INLINE_PRAGMA.search(text) is None:
+        return issues
+    lines = text.splitlines()
+    return [i for i in issues
+            if not (0 < i.line <= len(lines) and INLINE_PRAGMA.search(lines[i.line - 1]))]
+
+
+BASELINE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Findings accepted as they are: (path, rule, fingerprint, value tag), never a value.
+
+    A finding is in the baseline while its place, rule, preview and value tag are the
+    same; a new value at the same place gets a new tag and is reported again.
+    """
+
+    entries: frozenset[tuple[str, str, str, str]]
+
+    @classmethod
+    def of(cls, issues: Iterable[Issue]) -> Baseline:
+        """The baseline accepting `issues`."""
+        return cls(frozenset((i.path, i.rule, i.fingerprint, i.tag) for i in issues))
+
+    def __contains__(self, issue: object) -> bool:
+        return isinstance(issue, Issue) and (
+            issue.path, issue.rule, issue.fingerprint, issue.tag) in self.entries
+
+    def to_bytes(self) -> bytes:
+        """The baseline file: canonical JSON, sorted, with a trailing newline."""
+        rows = [{"path": p, "rule": r, "fingerprint": f, "tag": t}
+                for p, r, f, t in sorted(self.entries)]
+        doc = {"version": BASELINE_VERSION, "tool": "redactkey", "findings": rows}
+        return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> Baseline:
+        """Read a baseline written by `redact check --write-baseline`."""
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise UsageError(f"baseline {path}: cannot read it: {exc.strerror or exc}") \
+                from None
+        except ValueError as exc:
+            raise UsageError(f"baseline {path}: not JSON ({exc}); write it again with "
+                             "`redact check --write-baseline`") from None
+        if not isinstance(doc, dict) or doc.get("version") != BASELINE_VERSION:
+            raise UsageError(f"baseline {path}: not a version {BASELINE_VERSION} redactkey "
+                             "baseline; write it again with `redact check --write-baseline`")
+        rows = doc.get("findings")
+        keys = ("path", "rule", "fingerprint", "tag")
+        if not isinstance(rows, list) or not all(
+            isinstance(row, dict) and all(isinstance(row.get(k), str) for k in keys)
+            for row in rows
+        ):
+            raise UsageError(f"baseline {path}: /findings must be a list of "
+                             "{path, rule, fingerprint, tag} strings")
+        return cls(frozenset((row["path"], row["rule"], row["fingerprint"], row["tag"])
+                             for row in rows))
+
+
+def check_one(checker: Checker, target: Target) -> Outcome:
+    """The outcome of checking one file (in this process or a worker)."""
+    try:
+        issues, recording = checker.check_target(target)
+    except Unreadable as exc:
+        return Outcome(target.display, unreadable=exc.problem)
+    except FixtureFormatError as exc:
+        return Outcome(target.display, problem=exc.problem)
+    return Outcome(target.display, recording.format if recording is not None else "text",
+                   issues, allowed=checker.suppressed)
+
+
+def _check_work(spec: CheckerSpec) -> Callable[[Target], Outcome]:
+    return functools.partial(check_one, spec.build())
+
+
+def check_paths(
+    paths: Sequence[str],
+    checker: Checker,
+    *,
+    progress: Callable[[Sequence[Target]], Iterable[Target]] | None = None,
+    jobs: int = 1,
+    baseline: Baseline | None = None,
+) -> Report:
+    """Run `redact check` over files and directories (`jobs` worker processes); findings
+    in `baseline` are passed over (counted as allowed)."""
+    report, targets = begin(paths, "check", strict=checker.strict)
+    factory = functools.partial(_check_work, checker.spec) if checker.spec is not None \
+        else None
+    for outcome in run_files(targets, functools.partial(check_one, checker), jobs=jobs,
+                             factory=factory, progress=progress):
+        if outcome.unreadable is not None:
+            report.skip(outcome.display, outcome.unreadable, finding=True)
+            continue
+        if outcome.problem is not None:
+            report.problems.append(InputProblem(outcome.display, outcome.problem))
+            continue
+        report.read(outcome.display, outcome.format or "text")
+        report.allowed += outcome.allowed  # inline pragmas
+        for issue in outcome.issues:
+            if checker.allowlisted(issue) or (baseline is not None and issue in baseline):
+                report.allowed += 1
+            else:
+                report.issues.append(issue)
+    return report
+
+
+@contextlib.contextmanager
+def progress_bar(
+    color: bool | None = None, *, threshold: int = 200
+) -> Iterator[Callable[[Sequence[Target]], Iterable[Target]]]:
+    """A wrapper that shows a transient progress bar on stderr for large trees on a terminal."""
+
+    def advance(targets: Sequence[Target]) -> Iterable[Target]:
+        terminal = sys.stderr.isatty() if color is None else color
+        if not terminal or len(targets) < threshold:
+            return targets
+        return _tracked(targets)
+
+    def _tracked(targets: Sequence[Target]) -> Iterator[Target]:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        console = Console(stderr=True, force_terminal=color, no_color=color is False)
+        with Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("scanning", total=len(targets))
+            for target in targets:
+                yield target
+                bar.advance(task)
+
+    yield advance

@@ -1,0 +1,309 @@
+"""`redact migrate`: other tools' recordings as redactkey fixtures that replay through
+`FixtureTransport`.
+
+Files are found by the walk and classifier the audit uses and read by its readers
+(vcrpy and pytest-recording YAML, Ruby VCR, rVCR and Betamax JSON, go-vcr, cassetter,
+HAR, nock, ...; gzip'd files too). Each recorded HTTP exchange goes through the very
+record step
+the transport runs (`HttpFixtures` in record mode) with the recorded response as the
+"live" one. So the request document, the key, the redaction, the stored response
+(SSE bodies split into events, a streamed call stored as chunks) and the file name
+are exactly what recording the same call through `FixtureTransport` would have
+written. Every fixture gets kind ``"http"``: that is what the transport (and so any
+SDK client) looks up on replay, whichever provider the call went to.
+
+What cannot be keyed or stored is listed with a reason and left out: no recorded
+response, a response the transport never records (401, 403, 429, 5xx, ...), binary
+bodies (their recorded bytes are not kept faithfully by the readers), a multipart
+body whose boundary is not in its content type, websocket and gRPC frames. A second
+interaction with the same key as an earlier one is a duplicate: the first is kept
+(vcrpy replays repeats in order; a key names one answer).
+
+Everything is first recorded into a temporary directory; without `write` nothing
+else is touched, with it the files are moved into place atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .._errors import FixtureFormatError, RedactkeyError, VolatileValueWarning
+from ..fixtures._store import FixtureDir, atomic_write
+from ..http._documents import KIND, is_environment_failure, request_document, wants_stream
+from ..keys._keys import request_key
+from ..record._exchange import HttpFixtures, LiveResponse, LiveStream
+from ..recordings._classify import Target, Unreadable, open_target, walk
+from ..recordings._readers import Exchange, exchanges, read_recording
+from ..redact._redactor import Redactor
+
+__all__ = ["MigrationPlan", "Planned", "Unkeyable", "WireCall", "migrate", "read_calls"]
+_TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded",
+               "application/xml", "application/javascript", "application/x-ndjson",
+               "multipart/form-data")
+
+
+@dataclass(frozen=True)
+class WireCall:
+    """One recorded HTTP exchange as it went over the wire (bodies decoded, as bytes)."""
+
+    source: str  # "path /interactions/3"
+    method: str
+    url: str
+    request_headers: tuple[tuple[str, str], ...]
+    request_body: bytes
+    status: int
+    response_headers: tuple[tuple[str, str], ...]
+    response_body: bytes
+
+
+@dataclass(frozen=True)
+class Unkeyable:
+    """A recorded interaction that cannot become a fixture, and why."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A fixture the migration writes (or would write)."""
+
+    source: str
+    method: str
+    url: str
+    key: str
+    target: Path
+    streamed: bool
+    redacted: tuple[str, ...]  # rule names of what was taken out, with counts
+    replaces: bool  # a different file already sits at the target
+    volatile: tuple[str, ...] = ()  # key material that differs on every run ("pointer (why)")
+
+
+@dataclass
+class MigrationPlan:
+    """What `migrate` found: files read, fixtures planned, duplicates and refusals."""
+
+    files: Counter[str] = field(default_factory=Counter)  # format -> files read
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    planned: list[Planned] = field(default_factory=list)
+    duplicates: list[tuple[str, str, str]] = field(default_factory=list)  # (src, first, key)
+    refused: list[Unkeyable] = field(default_factory=list)
+    written: int = 0
+
+    @property
+    def interactions(self) -> int:
+        """Every interaction met."""
+        return len(self.planned) + len(self.duplicates) + len(self.refused)
+
+    def refused_by_reason(self) -> Counter[str]:
+        """How many interactions were refused, by reason (without per-call detail)."""
+        return Counter(item.reason.split(" (", 1)[0].split(":", 1)[0] for item in self.refused)
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def _header(headers: dict[str, list[str]], wanted: str) -> list[str]:
+    return [v for name, values in headers.items() if name.lower() == wanted for v in values]
+
+
+def _mime(headers: dict[str, list[str]]) -> str:
+    values = _header(headers, "content-type")
+    return values[0].split(";", 1)[0].strip().lower() if values else ""
+
+
+def _is_text(mime: str) -> bool:
+    return not mime or mime.endswith("+json") or mime.startswith(_TEXT_TYPES)
+
+
+def _pairs(headers: dict[str, list[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, value) for name, values in headers.items() for value in values)
+
+
+def _body_bytes(body: object) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+def _wire_call(source: str, call: Exchange) -> WireCall | Unkeyable:
+    if call.method in ("WS", "GRPC"):
+        return Unkeyable(source, "a websocket or gRPC frame, not an HTTP exchange")
+    if not call.method or not call.url:
+        return Unkeyable(source, "no request method or URL recorded")
+    if call.status is None:
+        return Unkeyable(source, "no response recorded")
+    if is_environment_failure(call.status):
+        return Unkeyable(source, f"HTTP {call.status}: a credential, quota or server failure, "
+                                 "which redactkey never records")
+    request_mime = _mime(call.request_headers)
+    if not _is_text(request_mime):
+        return Unkeyable(source, f"binary request body ({request_mime})")
+    request_body = _body_bytes(call.request_body)
+    if request_mime == "multipart/form-data":
+        content_type = ",".join(_header(call.request_headers, "content-type"))
+        if "boundary=" not in content_type:
+            return Unkeyable(source, "multipart body without its boundary in the content type "
+                                     "(the key would change on every run)")
+        boundary = content_type.split("boundary=", 1)[1].split(";", 1)[0].strip('"')
+        if boundary.encode("latin-1", "replace") not in request_body:
+            return Unkeyable(source, "multipart body not kept as recorded (binary parts)")
+    response_mime = _mime(call.response_headers)
+    if not _is_text(response_mime):
+        return Unkeyable(source, f"binary response body ({response_mime})")
+    return WireCall(source, call.method.upper(), call.url, _pairs(call.request_headers),
+                    request_body, call.status, _pairs(call.response_headers),
+                    _body_bytes(call.response_body))
+
+
+def read_calls(path: Path, text: str, suffix: str,
+               display: str) -> tuple[str, list[WireCall | Unkeyable]]:
+    """(format, calls) of one recording's text, read by the audit's readers;
+    `FixtureFormatError` when it does not parse.
+
+    A file with no HTTP interactions (a redactkey fixture, plain JSON/YAML) comes back
+    with an empty list and its format, so the caller can say why it was passed over.
+    """
+    recording = read_recording(path, text, suffix=suffix)
+    return recording.format, [
+        _wire_call(f"{display} {call.pointer}", exchange)
+        for call, exchange in zip(recording.interactions, exchanges(recording), strict=True)
+    ]
+
+
+# -- writing ---------------------------------------------------------------------------
+
+
+def _sources(paths: Sequence[str], plan: MigrationPlan) -> Iterator[tuple[Target, Path]]:
+    """(file, the directory its place under --to is relative to) for each recording, as
+    the audit's walk finds them; what it passes over goes to `plan.skipped`."""
+    for raw in paths:
+        path = Path(raw)
+        found = walk([raw])
+        plan.skipped.extend((s.display, s.reason) for s in found.skipped)
+        plan.skipped.extend((p.path, p.problem) for p in found.problems)
+        for target in found.targets:
+            yield target, path if path.is_dir() else path.parent
+
+
+def _redacted(redactor: Redactor, exchange: WireCall, document: object) -> tuple[str, ...]:
+    response = {"headers": [list(h) for h in exchange.response_headers],
+                "body": exchange.response_body.decode("utf-8", "replace")}
+    counts = Counter(f.rule for f in redactor.findings({"request": document,
+                                                        "response": response}))
+    return tuple(f"{rule} x{count}" if count > 1 else rule
+                 for rule, count in sorted(counts.items()))
+
+
+def _record(fixtures: HttpFixtures, document: dict[str, object], exchange: WireCall) -> None:
+    if wants_stream(document):
+        reply = fixtures.stream(document, lambda: LiveStream(
+            exchange.status, exchange.response_headers, [exchange.response_body]))
+        pieces = getattr(reply, "pieces", None)
+        if pieces is not None:
+            for _ in pieces:
+                pass
+        close = getattr(reply, "close", None)
+        if close is not None:
+            close()
+    else:
+        fixtures.call(document, lambda: LiveResponse(
+            exchange.status, exchange.response_headers, exchange.response_body))
+
+
+def migrate(
+    paths: Sequence[str],
+    to: str | os.PathLike[str],
+    redactor: Redactor,
+    *,
+    write: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> MigrationPlan:
+    """Turn the recordings under `paths` into fixtures under `to` (a plan unless `write`).
+
+    The place of a recording below its `paths` argument is kept: with
+    ``tests/cassettes`` as the source, ``tests/cassettes/test_chat/test_a.yaml`` becomes
+    fixtures in ``<to>/test_chat/`` (pytest-recording's layout to the plugin's).
+    """
+    plan = MigrationPlan()
+    destination = Path(to)
+    with tempfile.TemporaryDirectory(prefix="redactkey-migrate-") as temp:
+        staging = Path(temp)
+        stores: dict[Path, tuple[HttpFixtures, dict[str, str]]] = {}
+        for target, base in _sources(paths, plan):
+            file = target.path
+            try:
+                opened = open_target(target)
+                fmt, items = read_calls(file, opened.text, opened.suffix, target.display)
+            except Unreadable as exc:
+                plan.skipped.append((target.display, exc.problem))
+                continue
+            except FixtureFormatError as exc:
+                plan.skipped.append((target.display, exc.problem))
+                continue
+            if not items:
+                plan.skipped.append((target.display, f"no HTTP interactions ({fmt})"))
+                continue
+            plan.files[fmt] += 1
+            relative = file.parent.relative_to(base) if file.parent != base else Path()
+            if relative not in stores:
+                store = FixtureDir(staging / relative)
+                stores[relative] = (HttpFixtures(store, mode="record", redactor=redactor,
+                                                 model=False), {})
+            fixtures, seen = stores[relative]
+            for item in items:
+                if isinstance(item, Unkeyable):
+                    plan.refused.append(item)
+                    continue
+                _plan_one(plan, fixtures, seen, item, destination / relative, redactor)
+        if write:
+            for planned in plan.planned:
+                staged = staging / planned.target.relative_to(destination)
+                planned.target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(planned.target, staged.read_bytes())
+                plan.written += 1
+                if echo is not None:
+                    echo(f"wrote {planned.target}")
+        shutil.rmtree(staging, ignore_errors=True)
+    return plan
+
+
+def _plan_one(plan: MigrationPlan, fixtures: HttpFixtures, seen: dict[str, str],
+              exchange: WireCall, target_dir: Path, redactor: Redactor) -> None:
+    try:
+        document = request_document(exchange.method, exchange.url,
+                                    exchange.request_headers, exchange.request_body)
+        key = request_key(KIND, document, redactor=redactor)
+    except RedactkeyError as exc:
+        plan.refused.append(Unkeyable(exchange.source, f"cannot be keyed: {exc}"))
+        return
+    if key in seen:
+        plan.duplicates.append((exchange.source, seen[key], key))
+        return
+    seen[key] = exchange.source
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", VolatileValueWarning)
+        try:
+            _record(fixtures, document, exchange)
+        except RedactkeyError as exc:
+            plan.refused.append(Unkeyable(exchange.source, f"cannot be stored: {exc}"))
+            return
+    volatile = tuple(f"{w.message.pointer} ({w.message.reason})" for w in caught
+                     if isinstance(w.message, VolatileValueWarning))
+    name = fixtures.store.path_for(KIND, key).name
+    target = target_dir / name
+    staged_bytes = fixtures.store.path_for(KIND, key).read_bytes()
+    replaces = target.exists() and target.read_bytes() != staged_bytes
+    plan.planned.append(Planned(exchange.source, exchange.method, exchange.url, key, target,
+                                wants_stream(document), _redacted(redactor, exchange, document),
+                                replaces, volatile))

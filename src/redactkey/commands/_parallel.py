@@ -1,0 +1,170 @@
+"""Files read in parallel (`-j/--jobs`) with the same output, in the same order.
+
+Worker processes get the work of the calling process one of two ways:
+
+- **fork** (Linux, and wherever `fork` is a start method), when the calling process
+  runs one thread: the workers are copies of it, the checker and its detectors
+  already built, nothing imported again and nothing pickled but the files' outcomes;
+- otherwise (**spawn**, or a process that runs threads, where a fork could inherit a
+  held lock), each worker builds its own checker once, in its initializer, from a
+  picklable recipe (run secrets are never pickled: a worker reads them from its own
+  environment, which it inherits).
+
+`-j N` is the calling process and N - 1 workers: the calling process does not wait
+idle for the workers but reads chunks no worker has started, from the end of the walk.
+Files are handed out in chunks (one task per chunk, not per file), and `run_files`
+yields one `Outcome` per file in the order of the walk, whatever order the chunks
+finish in, so a report does not depend on `--jobs`. Small runs (a pre-commit hook's
+handful of files) stay in the calling process: starting workers costs more than it
+saves. Without `--jobs`, the command uses the cores the load average leaves free.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..recordings._classify import Target
+from ._issues import Issue
+
+__all__ = ["MIN_PARALLEL_FILES", "Outcome", "cores", "default_jobs", "run_files",
+           "start_method"]
+
+# Below this many files the work stays in the calling process.
+MIN_PARALLEL_FILES = 64
+
+Work = Callable[[Target], "Outcome"]
+Progress = Callable[[Sequence[Target]], Iterable[Target]]
+
+
+@dataclass
+class Outcome:
+    """What reading one file gave: its format and findings, or why it was not read."""
+
+    display: str
+    format: str | None = None
+    issues: list[Issue] = field(default_factory=list)
+    unreadable: str | None = None  # over a cap, corrupt: skipped with a finding
+    problem: str | None = None  # cannot be opened at all (exit 2)
+    allowed: int = 0  # findings passed over by an inline pragma (counted as allowed)
+    extra: Any = None  # command-specific data for the tree-wide checks
+
+
+def cores() -> int:
+    """The CPUs this process may run on (where the OS says), else the machine's cores."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_jobs() -> int:
+    """The processes `--jobs` uses when not given: the cores that are free, i.e. the
+    cores less the whole runs of work the last minute's load average counts, at least
+    one. On a busy machine another process only shares the cores this one would have
+    had (and pays its start-up); a given `--jobs N` is always honoured."""
+    total = cores()
+    try:
+        busy = int(os.getloadavg()[0])
+    except (AttributeError, OSError):  # pragma: no cover - no load average here
+        busy = 0
+    return max(1, min(total, total - busy))
+
+
+def start_method() -> str:
+    """How workers start here: `fork` where the platform has it and this process runs a
+    single thread (a fork of a threaded process can inherit a lock held by another
+    thread), else `spawn`."""
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
+# The work function of a worker process: inherited from the calling process (fork) or
+# built once by the initializer (spawn). One per process.
+_WORKER: dict[str, Work] = {}
+
+
+def _start(factory: Callable[[], Work]) -> None:
+    _WORKER["work"] = factory()
+
+
+def _chunk(targets: Sequence[Target]) -> list[Outcome]:
+    work = _WORKER["work"]
+    return [work(target) for target in targets]
+
+
+def _chunks(targets: Sequence[Target], jobs: int) -> list[Sequence[Target]]:
+    """The targets cut in chunks: many per process, so the load stays even to the end
+    (the last chunks are what one process may still run while the others wait), each
+    holding enough files that handing it out costs little beside its work."""
+    size = max(8, min(128, len(targets) // (jobs * 8)))
+    return [targets[at:at + size] for at in range(0, len(targets), size)]
+
+
+def run_files(
+    targets: Sequence[Target],
+    work: Work,
+    *,
+    jobs: int = 1,
+    factory: Callable[[], Work] | None = None,
+    progress: Progress | None = None,
+) -> Iterator[Outcome]:
+    """One outcome per target, in the targets' order: with `work` in this process, or in
+    `jobs` processes: this one and `jobs - 1` workers (forked with `work`, or spawned,
+    each building its work with `factory`, which must be picklable).
+
+    This process works too rather than wait: while the chunk whose turn it is to be
+    reported is still being read by a worker, it takes the last chunk that no worker has
+    started (a pending task is cancelled and run here), so with `-j 2` one worker and
+    this process share the files, and nothing is done twice."""
+    shown: Iterable[Target] = progress(targets) if progress is not None else targets
+    if jobs <= 1 or factory is None or len(targets) < MIN_PARALLEL_FILES:
+        for target in shown:
+            yield work(target)
+        return
+    method = start_method()
+    context = multiprocessing.get_context(method)
+    chunks = _chunks(targets, jobs)
+    if method == "fork":
+        _WORKER["work"] = work  # the workers are copies of this process
+        options: dict[str, Any] = {}
+        # objects that exist now are never collected in a worker: its collector does not
+        # write to (and so copy) the pages it shares with this process
+        gc.freeze()
+    else:
+        options = {"initializer": _start, "initargs": (factory,)}
+    try:
+        with ProcessPoolExecutor(max_workers=min(jobs - 1, len(chunks)), mp_context=context,
+                                 **options) as pool:
+            futures = [pool.submit(_chunk, chunk) for chunk in chunks]  # forks the workers
+            if method == "fork":
+                gc.unfreeze()
+            done: dict[int, list[Outcome]] = {}
+            last = len(chunks) - 1  # the next chunk from the end this process may take
+            order = iter(shown)
+            for index, future in enumerate(futures):
+                while index not in done and not future.done() and last > index:
+                    if futures[last].cancel():  # no worker has started it: run it here
+                        done[last] = [work(target) for target in chunks[last]]
+                        last -= 1
+                    else:
+                        last = index  # tasks start in order: every earlier one has too
+                if index not in done:
+                    done[index] = [work(target) for target in chunks[index]] \
+                        if future.cancel() else future.result()
+                for outcome in done.pop(index):
+                    next(order)  # the progress bar advances as outcomes are reported
+                    yield outcome
+            if next(order, None) is not None:  # pragma: no cover - one outcome per target
+                raise AssertionError("a target was left without an outcome")
+    finally:
+        _WORKER.pop("work", None)
+        if method == "fork" and gc.get_freeze_count():
+            gc.unfreeze()

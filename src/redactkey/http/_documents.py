@@ -1,0 +1,652 @@
+"""The HTTP document model: requests and responses as JSON documents, for every client.
+
+Pure data code: it imports no HTTP client library (neither httpx nor httpx2), so the
+vcrpy hooks, the audit and every client adapter share it. A client adapter records
+and replays with three steps, whatever its library:
+
+1. **Key the request** — ``request_document(method, url, header_pairs, body_bytes)``
+   is the document keyed as kind `KIND` (``"http"``); the HTTP `KeySpec` decides
+   which of its fields count. `header_items(mapping)` turns a dict-like header map
+   (values may be lists) into the pairs it takes.
+2. **Stream or not** — `wants_stream(document)`: the request asks for a stream (a
+   JSON body with ``"stream": true``, ``?alt=sse``, an ``Accept`` naming event streams
+   or NDJSON); `refuses_stream(document)`: it asks for one answer. Otherwise what the
+   provider does decides: `is_stream_type(content_type)` (server-sent events or
+   newline-delimited JSON). A stream is stored as chunks (a head, then one document per
+   event or line).
+3. **Store the response** — ``response_document(status, header_pairs, decoded_body)``
+   for a whole response, or ``head_document(status, header_pairs)`` followed by
+   ``chunk_documents(head, byte_pieces)`` (`achunk_documents` for async pieces) for a
+   streamed one. `decoded_body(data, content_encoding)` undoes gzip/deflate first
+   when the library did not. Responses whose status `is_environment_failure` (401,
+   429, 5xx…) are never stored.
+4. **Replay it** — `body_bytes(document)` gives a stored body's bytes;
+   `chunk_bytes(content_type, chunk)` one stored chunk as the bytes sent on the wire;
+   `live_headers(pairs)` drops hop-by-hop headers from a live response passed on.
+
+The record/replay decision itself (lookup, miss, record, environment failures) is
+`redactkey.record._exchange.HttpFixtures`, which takes these documents and a callable that
+sends the request with the client's own library.
+
+A response document is small: the status, an allowlist of headers (`RESPONSE_HEADERS`)
+and the body as parsed JSON, text or base64, already decoded from gzip/deflate/br. A
+server-sent-event stream is kept event by event, so its boundaries survive and a
+secret the server split across events can be redacted as one value. What is dropped
+on purpose: every header outside the allowlist, so cookies, request ids, organisation
+and project ids, rate limits, dates, cf-ray and processing times never reach a
+fixture; content-encoding and content-length, because the stored body is already
+decoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import re
+import urllib.parse
+import zlib
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from .._errors import CanonicalizationError, UsageError
+from ..fixtures._format import CHUNK_LINE_SEPARATOR, HTTP_KIND
+from ..keys._canonical import long_digit_run, to_json
+from ._eventstream import EVENT_STREAM, FrameDecoder, encode_frame
+
+if TYPE_CHECKING:
+    from ..redact._redactor import Redactor
+
+__all__ = [
+    "HOP_HEADERS",
+    "KIND",
+    "RESPONSE_HEADERS",
+    "SSEParser",
+    "achunk_documents",
+    "body_bytes",
+    "body_document",
+    "chunk_bytes",
+    "chunk_documents",
+    "content_type_of",
+    "decoded_body",
+    "event_bytes",
+    "event_lines_bytes",
+    "frame_bytes",
+    "frame_document",
+    "head_document",
+    "header_items",
+    "is_aws_event_stream",
+    "is_environment_failure",
+    "is_event_stream",
+    "is_ndjson",
+    "is_stream_type",
+    "iter_events",
+    "live_headers",
+    "refuses_stream",
+    "request_document",
+    "response_document",
+    "shown_url",
+    "wants_stream",
+]
+
+KIND: Final = HTTP_KIND
+"""The fixture kind of every recorded HTTP call, whatever the client library."""
+
+RESPONSE_HEADERS: Final = frozenset(
+    {
+        "content-type",
+        "content-disposition",
+        "location",
+        "retry-after",
+        "retry-after-ms",
+        "x-should-retry",
+    }
+)
+"""Response headers a fixture keeps: what the SDKs read to parse an answer or a redirect."""
+
+# 401/403/407 are credentials, 408/425/429 timing and quota, 409 the providers' lock
+# timeouts; 5xx is the server. None of them says anything about the request itself.
+_ENVIRONMENT_STATUSES: Final = frozenset({401, 403, 407, 408, 409, 425, 429})
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+JSON = Any
+
+
+def is_environment_failure(status: int) -> bool:
+    """True for statuses that belong to the environment (credentials, quota, server) and
+    are therefore never recorded."""
+    return status in _ENVIRONMENT_STATUSES or status >= 500
+
+
+def _mime(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _is_json_type(content_type: str | None) -> bool:
+    mime = _mime(content_type)
+    return mime == "application/json" or mime.endswith("+json")
+
+
+_SSE_TYPE: Final = "text/event-stream"
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """True when a content type announces server-sent events."""
+    return _mime(content_type) == _SSE_TYPE
+
+
+_STRICT: Final = orjson.OPT_STRICT_INTEGER
+_SAFE_RUN: Final = 16  # 2**53 has 16 digits: a shorter integer is exact in JSON
+
+
+def is_aws_event_stream(content_type: str | None) -> bool:
+    """True when a content type announces AWS event-stream frames (Bedrock streams)."""
+    return _mime(content_type) == EVENT_STREAM
+
+
+def _json_value(text: str | bytes) -> tuple[bool, JSON]:
+    """Parse JSON that canonical JSON can hold (no NaN, no huge integers), else (False, None)."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if not long_digit_run(data, _SAFE_RUN):
+        # orjson refuses NaN, infinities and lone surrogates; with no 16 digits in a row
+        # no integer reaches 2**53. What it returns is what `to_json` would return.
+        try:
+            return True, orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    elif not long_digit_run(data):
+        # With no long digit run orjson reads every integer as an integer, and strict
+        # dumping refuses those beyond 2**53.
+        try:
+            value = orjson.loads(data)
+            orjson.dumps(value, option=_STRICT)
+            return True, value
+        except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+            pass
+    try:
+        return True, to_json(json.loads(text))
+    except (ValueError, CanonicalizationError):
+        return False, None
+
+
+def _dumps(value: JSON) -> bytes:
+    """Compact UTF-8 JSON (orjson; the standard library for integers beyond 64 bits)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _merge_headers(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> dict[str, str]:
+    """Header pairs (or a map) as one map of lower-case names; a name sent twice holds
+    its values joined by ", ", in the order sent."""
+    if type(headers) is dict:
+        names = "".join(headers)
+        if names.lower() == names:
+            return dict(headers)  # lower-case names already (an httpx request's, decoded)
+    pairs = headers if isinstance(headers, list) else list(
+        headers.items() if isinstance(headers, Mapping) else headers
+    )
+    merged = dict(pairs)
+    if len(merged) == len(pairs):
+        names = "".join(merged)
+        if names.lower() == names:
+            return merged  # lower-case names, none twice (an httpx request's): as they are
+    merged = {name.lower(): value for name, value in pairs}
+    if len(merged) == len(pairs):
+        return merged  # no name twice (the common case): nothing to join
+    merged = {}
+    for name, value in pairs:
+        key = name.lower()
+        merged[key] = f"{merged[key]}, {value}" if key in merged else value
+    return merged
+
+
+def body_document(content_type: str | None, body: bytes) -> dict[str, JSON]:
+    """The body field of a request or response document.
+
+    ``{"json": value}`` for a JSON body, ``{"text": str}`` for other UTF-8,
+    ``{"base64": str}`` for binary data and ``{}`` for no body.
+    """
+    if not body:
+        return {}
+    if _is_json_type(content_type):
+        ok, value = _json_value(body)
+        if ok:
+            return {"json": value}
+    try:
+        return {"text": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(body).decode("ascii")}
+
+
+def body_bytes(document: Mapping[str, JSON]) -> bytes:
+    """The bytes of a document's body field (the inverse of `body_document`)."""
+    if "json" in document:
+        return _dumps(document["json"])
+    if "text" in document:
+        return str(document["text"]).encode("utf-8")
+    if "base64" in document:
+        return base64.b64decode(str(document["base64"]))
+    return b""
+
+
+_MULTIPART_BOUNDARY: Final = "redactkey-boundary"
+_BOUNDARY: Final = re.compile(r"boundary=\"?([^\";]+)\"?")
+
+
+def _stable_multipart(headers: dict[str, str], body: bytes) -> bytes:
+    """Replace a random multipart boundary by a fixed one so that uploads key stably."""
+    content_type = headers.get("content-type", "")
+    if "boundary=" not in content_type:  # no multipart body without one
+        return body
+    match = _BOUNDARY.search(content_type)
+    if _mime(content_type) != "multipart/form-data" or match is None:
+        return body
+    boundary = match.group(1)
+    headers["content-type"] = content_type.replace(boundary, _MULTIPART_BOUNDARY)
+    return body.replace(boundary.encode("latin-1"), _MULTIPART_BOUNDARY.encode("ascii"))
+
+
+def request_document(
+    method: str, url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str], body: bytes
+) -> dict[str, JSON]:
+    """The HTTP request document keyed for kind ``"http"`` (`headers`: name-value pairs,
+    or a map of names to values).
+
+    ``{"method", "url", "headers" (lower-case names), and at most one of "json" |
+    "text" | "base64"}``. Which headers count toward the key is the HTTP `KeySpec`'s
+    business; this keeps them all. A multipart boundary is made deterministic.
+    """
+    merged = _merge_headers(headers)
+    body = _stable_multipart(merged, body)
+    document: dict[str, JSON] = {"method": method.upper(), "url": url, "headers": merged}
+    document.update(body_document(merged.get("content-type"), body))
+    return document
+
+
+def head_document(
+    status: int, headers: Iterable[tuple[str, str]], keep: frozenset[str] = RESPONSE_HEADERS
+) -> dict[str, JSON]:
+    """Status and allowlisted headers of a response (content-type is always kept)."""
+    merged = _merge_headers(headers)
+    wanted = keep | {"content-type"}
+    return {"status": status, "headers": {k: v for k, v in merged.items() if k in wanted}}
+
+
+def response_document(
+    status: int,
+    headers: Iterable[tuple[str, str]],
+    body: bytes,
+    keep: frozenset[str] = RESPONSE_HEADERS,
+) -> dict[str, JSON]:
+    """The stored form of a whole (already decoded) response.
+
+    ``{"status", "headers", and one of "json" | "text" | "base64" | "events"}``, where
+    "events" is the list of server-sent events (see `SSEParser`).
+    """
+    document = head_document(status, headers, keep)
+    content_type = document["headers"].get("content-type")
+    if is_event_stream(content_type):
+        parser = SSEParser()
+        document["events"] = [*parser.feed(body), *parser.finish()]
+    else:
+        document.update(body_document(content_type, body))
+    return document
+
+
+def event_bytes(event: Mapping[str, JSON]) -> bytes:
+    """One stored server-sent event back on the wire, ending with its blank line."""
+    if len(event) == 1 and "json" in event:
+        return b"data: " + _dumps(event["json"]) + b"\n\n"  # the common case, kept cheap
+    lines: list[bytes] = []
+    for field in ("event", "id", "retry"):
+        if field in event:
+            lines.append(f"{field}: {event[field]}".encode())
+    if "json" in event:
+        lines.append(b"data: " + _dumps(event["json"]))
+    elif "data" in event:
+        lines.extend(("data: " + line).encode() for line in str(event["data"]).split("\n"))
+    return b"\n".join(lines) + b"\n\n"
+
+
+class SSEParser:
+    """Incremental server-sent-event parser (WHATWG event-stream interpretation).
+
+    Feed it byte chunks cut anywhere (mid-line, mid-character, between ``\\r`` and
+    ``\\n``); it returns each complete event as a dict with the fields that were
+    present: "event", "id", "retry" (int), and "json" (data that is a JSON object or
+    array) or "data" (any other data, as text). Comments are skipped; an event left
+    unterminated at the end of the stream is dropped, as the specification says.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+        self._fields: dict[str, JSON] = {}
+        self._data: list[str] | None = None
+
+    def feed(self, chunk: bytes) -> list[dict[str, JSON]]:
+        """Events completed by this chunk."""
+        self._buffer += self._decoder.decode(chunk)
+        return self._lines(final=False)
+
+    def finish(self) -> list[dict[str, JSON]]:
+        """Events completed by the end of the stream."""
+        self._buffer += self._decoder.decode(b"", final=True)
+        events = self._lines(final=True)
+        if self._buffer:
+            events.extend(self._line(self._buffer))
+            self._buffer = ""
+        self._fields, self._data = {}, None
+        return events
+
+    def _lines(self, *, final: bool) -> list[dict[str, JSON]]:
+        events: list[dict[str, JSON]] = []
+        position = 0
+        text = self._buffer
+        for match in _LINE_END.finditer(text):
+            if match.group() == "\r" and match.end() == len(text) and not final:
+                break  # a "\n" may follow in the next chunk
+            events.extend(self._line(text[position : match.start()]))
+            position = match.end()
+        self._buffer = text[position:]
+        return events
+
+    def _line(self, line: str) -> list[dict[str, JSON]]:
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return []
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data = [*(self._data or []), value]
+        elif name == "event":
+            self._fields["event"] = value
+        elif name == "id" and "\0" not in value:
+            self._fields["id"] = value
+        elif name == "retry" and value.isdigit():
+            self._fields["retry"] = int(value)
+        return []
+
+    def _dispatch(self) -> list[dict[str, JSON]]:
+        if not self._fields and self._data is None:
+            return []
+        event = dict(self._fields)
+        if self._data is not None:
+            data = "\n".join(self._data)
+            ok, value = _json_value(data) if data[:1] in ("{", "[") else (False, None)
+            if ok:
+                event["json"] = value
+            else:
+                event["data"] = data
+        self._fields, self._data = {}, None
+        return [event]
+
+
+def iter_events(chunks: Iterable[bytes]) -> Iterator[dict[str, JSON]]:
+    """Server-sent events from a byte stream cut anywhere."""
+    parser = SSEParser()
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+    yield from parser.finish()
+
+
+# -- helpers every client adapter needs ------------------------------------------------
+
+HOP_HEADERS: Final = frozenset(
+    {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
+)
+"""Headers not meaningful once a body is stored decoded (or rebuilt from a fixture)."""
+
+
+def live_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The headers of a live response passed on with its decoded body (hop headers dropped)."""
+    return [(name, value) for name, value in headers if name.lower() not in HOP_HEADERS]
+
+
+def header_items(headers: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """(name, value) pairs of a dict-like header map whose values may be lists."""
+    items: list[tuple[str, str]] = []
+    for name, value in dict(headers or {}).items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        items.extend((str(name), str(v)) for v in values)
+    return items
+
+
+def content_type_of(headers: Iterable[tuple[str, str]]) -> str:
+    """The content-type among header pairs ("" when there is none)."""
+    return next((v for k, v in headers if k.lower() == "content-type"), "")
+
+
+def decoded_body(data: bytes, encoding: str) -> bytes:
+    """A body without its content-encoding (gzip, deflate, identity), so it can be redacted."""
+    encoding = encoding.strip().lower()
+    if encoding in ("identity", ""):
+        return data
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        try:
+            return zlib.decompress(data, zlib.MAX_WBITS | 32)  # gzip or zlib header
+        except zlib.error:
+            return zlib.decompress(data, -zlib.MAX_WBITS)  # raw deflate
+    raise UsageError(
+        f"cannot redact a {encoding!r}-encoded response body; record with "
+        "decode_compressed_response=True (use_redactkey sets it) or without that encoding"
+    )
+
+
+_NDJSON_TYPES: Final = frozenset(
+    {
+        "application/x-ndjson",
+        "application/ndjson",
+        "application/jsonl",
+        "application/x-jsonl",
+        "application/jsonlines",
+        "application/x-jsonlines",
+    }
+)
+
+
+def is_ndjson(content_type: str | None) -> bool:
+    """True when a content type announces newline-delimited JSON (Ollama's streams)."""
+    return _mime(content_type) in _NDJSON_TYPES
+
+
+def is_stream_type(content_type: str | None) -> bool:
+    """True when a response is a stream by its content type: server-sent events,
+    newline-delimited JSON or AWS event-stream frames. Such a response is passed on as it
+    arrives and stored as chunks, whatever the request asked for."""
+    mime = _mime(content_type)
+    return mime in (_SSE_TYPE, EVENT_STREAM) or mime in _NDJSON_TYPES
+
+
+def wants_stream(document: Mapping[str, JSON]) -> bool:
+    """True when a request document asks for a streamed answer (recorded as chunks).
+
+    A JSON body with ``"stream": true`` (OpenAI, Anthropic and their kin), a query with
+    ``alt=sse`` (Google's generative APIs, which send ``Accept: */*``), or an ``Accept``
+    header naming server-sent events or newline-delimited JSON.
+    """
+    body = document.get("json")
+    if (type(body) is dict or isinstance(body, Mapping)) and body.get("stream") is True:
+        return True
+    url = str(document.get("url", ""))
+    if "?" in url and ("alt", "sse") in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query):
+        return True
+    headers = document.get("headers")
+    accept = str(headers.get("accept", "")) if headers else ""
+    streams = _STREAMING_ACCEPTS.get(accept)
+    if streams is None:  # (a client sends the same Accept on every call: read it once)
+        streams = any(is_stream_type(part) for part in accept.split(","))
+        if len(_STREAMING_ACCEPTS) < 256:
+            _STREAMING_ACCEPTS[accept] = streams
+    return streams
+
+
+# Accept headers read by `wants_stream`, and whether each names a stream type.
+_STREAMING_ACCEPTS: dict[str, bool] = {}
+
+
+def refuses_stream(document: Mapping[str, JSON]) -> bool:
+    """True when a request document says it wants one whole answer (``"stream": false``)."""
+    body = document.get("json")
+    return isinstance(body, Mapping) and body.get("stream") is False
+
+
+def _ndjson_lines(pending: bytes, piece: bytes) -> tuple[list[bytes], bytes]:
+    lines = (pending + piece).split(b"\n")
+    return lines[:-1], lines[-1]
+
+
+def _line_document(line: bytes) -> dict[str, JSON]:
+    return body_document("application/json", line.rstrip(b"\r")) or {"text": ""}
+
+
+def frame_document(headers: list[list[JSON]], payload: bytes) -> dict[str, JSON]:
+    """The stored form of one AWS event-stream frame: ``{"headers": [[name, value]...],
+    and the payload as "json" | "text" | "base64"}`` (headers in wire order)."""
+    content_type = next(
+        (v for n, v in headers if n == ":content-type" and isinstance(v, str)), None
+    )
+    document: dict[str, JSON] = {"headers": headers}
+    document.update(body_document(content_type, payload))
+    return document
+
+
+def frame_bytes(document: Mapping[str, JSON]) -> bytes:
+    """One stored frame back on the wire, as the bytes it came from (up to JSON key order);
+    a malformed document is a `ValueError`."""
+    return encode_frame(document.get("headers", []), body_bytes(document))
+
+
+def chunk_documents(head: Mapping[str, JSON], pieces: Iterable[bytes]) -> Iterator[JSON]:
+    """The stored chunks after `head` of a streamed response, each as soon as it is
+    complete: one per server-sent event, one per line of newline-delimited JSON, one per
+    AWS event-stream frame, or one body document for any other content."""
+    content_type = head["headers"].get("content-type")
+    if is_event_stream(content_type):
+        yield from iter_events(pieces)
+    elif is_ndjson(content_type):
+        pending = b""
+        for piece in pieces:
+            lines, pending = _ndjson_lines(pending, piece)
+            yield from (_line_document(line) for line in lines)
+        if pending:
+            yield _line_document(pending)
+    elif is_aws_event_stream(content_type):
+        decoder = FrameDecoder()
+        for piece in pieces:
+            for headers, payload in decoder.feed(piece):
+                yield frame_document(headers, payload)
+        decoder.finish()
+    else:
+        yield body_document(content_type, b"".join(pieces))
+
+
+async def achunk_documents(
+    head: Mapping[str, JSON], pieces: AsyncIterator[bytes]
+) -> AsyncIterator[JSON]:
+    """Async twin of `chunk_documents`."""
+    content_type = head["headers"].get("content-type")
+    if is_event_stream(content_type):
+        parser = SSEParser()
+        async for piece in pieces:
+            for event in parser.feed(piece):
+                yield event
+        for event in parser.finish():
+            yield event
+    elif is_ndjson(content_type):
+        pending = b""
+        async for piece in pieces:
+            lines, pending = _ndjson_lines(pending, piece)
+            for line in lines:
+                yield _line_document(line)
+        if pending:
+            yield _line_document(pending)
+    elif is_aws_event_stream(content_type):
+        decoder = FrameDecoder()
+        async for piece in pieces:
+            for headers, payload in decoder.feed(piece):
+                yield frame_document(headers, payload)
+        decoder.finish()
+    else:
+        yield body_document(content_type, b"".join([piece async for piece in pieces]))
+
+
+def chunk_bytes(content_type: str | None, chunk: Mapping[str, JSON]) -> bytes:
+    """One stored chunk of a streamed response back as the bytes sent on the wire (the
+    inverse of `chunk_documents`)."""
+    if is_event_stream(content_type):
+        return event_bytes(chunk)
+    if is_ndjson(content_type):
+        return body_bytes(chunk) + b"\n"
+    if is_aws_event_stream(content_type):
+        return frame_bytes(chunk)
+    return body_bytes(chunk)
+
+
+def stream_bytes(content_type: str | None, chunks: Iterable[Mapping[str, JSON]]) -> bytes:
+    """Stored chunks of a streamed response back as the one body they make on the wire
+    (what `chunk_bytes` gives chunk by chunk, joined): the encoder is chosen once."""
+    if is_event_stream(content_type):
+        events = chunks if type(chunks) is list else list(chunks)
+        dumps = orjson.dumps
+        try:
+            # An event that is its JSON data alone (the common one) is written here, with
+            # no call per event; `event_bytes` writes the others ("data: [DONE]").
+            return b"".join([
+                b"data: " + dumps(event["json"]) + b"\n\n"
+                if len(event) == 1 and "json" in event else event_bytes(event)
+                for event in events
+            ])
+        except TypeError:  # an integer beyond 64 bits, which `event_bytes` can write
+            return b"".join([event_bytes(event) for event in events])
+    return b"".join([chunk_bytes(content_type, chunk) for chunk in chunks])
+
+
+# Stored events written one per line (`dump_fixture_document`): each line a
+# `{"json": ...}` event, and perhaps a last `{"data": "[DONE]"}`.
+_JSON_LINE: Final = CHUNK_LINE_SEPARATOR + b'{"json":'
+_BETWEEN_JSON_LINES: Final = b"}" + _JSON_LINE
+_DONE_LINE: Final = CHUNK_LINE_SEPARATOR + b'{"data":"[DONE]"}'
+
+
+def event_lines_bytes(lines: bytes) -> bytes | None:
+    """The body that stored server-sent events make on the wire, from the lines a fixture
+    file holds them in (`ChunkLinesIterator.unread`), without parsing them: when every
+    line is an event of JSON data alone (the last may be ``data: [DONE]``), the lines
+    are that JSON already, as `stream_bytes` would write it (a float's digits as the
+    writer wrote them). None for anything else
+    (an event with a name, an id or a retry, text data): those are parsed."""
+    tail = b""
+    if lines.endswith(_DONE_LINE):
+        lines, tail = lines[: -len(_DONE_LINE)], b"data: [DONE]\n\n"
+    if not lines:
+        return tail
+    # A JSON line holds no line break, so every line is an event of JSON data when the
+    # lines that start so are all of them; and since each line's members are sorted,
+    # anything beside the data ("retry") would follow it on its line.
+    if (
+        not lines.startswith(_JSON_LINE)
+        or lines.count(_JSON_LINE) != lines.count(b"\n")
+        or b',"retry":' in lines
+    ):
+        return None
+    body = lines[len(_JSON_LINE): -1].replace(_BETWEEN_JSON_LINES, b"\n\ndata: ")
+    return b"data: " + body + b"\n\n" + tail
+
+
+def shown_url(url: str, redactor: Redactor | None) -> str:
+    """A URL fit for an error message: redacted, or without userinfo and query."""
+    if redactor is not None:
+        return redactor.redact_url(url)
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port is not None else ""
+    query = "?…" if parts.query else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}{query}"

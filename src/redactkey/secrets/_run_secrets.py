@@ -1,0 +1,661 @@
+"""Run secrets: every credential a run's components read, and the forms it travels in.
+
+A *slot* is a named place a component reads a credential from: an environment
+variable (`OPENAI_API_KEY`), a file, a callable, a pydantic `SecretStr` field.
+`RunSecrets` holds the values of the slots read so far; `collect_run_secrets`
+gathers every slot a set of components declares or holds. A value is never
+shown: not in `repr`, `str`, an error message or a pickle (pickling is refused).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Protocol, Union, runtime_checkable
+from urllib.parse import quote, quote_plus
+
+from pydantic import BaseModel, SecretBytes, SecretStr
+
+from .._errors import DummySecretWarning, SecretError, UsageError, raised_at_entry, warn_at_caller
+
+__all__ = [
+    "DEFAULT_MIN_LENGTH",
+    "DeclaresSecrets",
+    "RunSecrets",
+    "SecretSource",
+    "collect_run_secrets",
+    "dummy_reason",
+    "looks_secret_env_name",
+    "mask",
+    "records_secrets",
+    "value_variants",
+]
+
+DEFAULT_MIN_LENGTH = 8
+
+#: Where a slot's value comes from: `None` (the environment variable named like
+#: the slot), a file path, a zero-argument callable, or a pydantic secret.
+SecretSource = Union[None, "os.PathLike[str]", Callable[[], Any], SecretStr, SecretBytes]
+
+
+@runtime_checkable
+class DeclaresSecrets(Protocol):
+    """A component that names the secret slots it reads.
+
+    `secret_slots` is an iterable of slot names (each read from the environment
+    variable of that name) or a mapping of slot name to `SecretSource`.
+    """
+
+    @property
+    def secret_slots(self) -> Iterable[str] | Mapping[str, SecretSource]: ...
+
+
+def mask(value: str) -> str:
+    """A preview that shows at most a quarter of `value` (and never more than 4 characters)."""
+    shown = min(4, len(value) // 4)
+    return value[:shown] + "…"
+
+
+# --- environment heuristics -------------------------------------------------------------
+
+_SECRET_NAME = re.compile(
+    r"""(?x)
+    (?:^|_)(?:API_?KEY|APIKEY|KEY|TOKEN|SECRET|PAT|ACCESS_KEY|PRIVATE_KEY|SECRET_KEY)$  # suffixes
+    | PASSWORD | PASSWD | CREDENTIAL | SECRET | ACCESS_KEY | PRIVATE_KEY
+    | (?:^|_)AUTH(?!OR)(?:_|$) | _AUTH(?!OR) | (?:^|_)(?:DSN)$
+    """
+)
+_URL_NAME = re.compile(r"(?:^|_)(?:URL|URI|DSN|CONN|CONNECTION|CONNECTION_STRING)$")
+_ORDINARY_NAMES = frozenset(
+    {
+        "HOME",
+        "PATH",
+        "LANG",
+        "LANGUAGE",
+        "SHELL",
+        "USER",
+        "LOGNAME",
+        "PWD",
+        "OLDPWD",
+        "TERM",
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "HOSTNAME",
+        "EDITOR",
+        "PAGER",
+        "DISPLAY",
+        "PYTHONPATH",
+        "PYTHONHASHSEED",
+        "VIRTUAL_ENV",
+        "SSH_AUTH_SOCK",
+        "GPG_AGENT_INFO",
+        "XAUTHORITY",
+        "KEYTIMEOUT",
+    }
+)
+_FLAG_VALUES = frozenset({"", "0", "1", "true", "false", "yes", "no", "on", "off", "none", "null"})
+_URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:([^/@\s]+)@")
+
+
+def looks_secret_env_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a credential."""
+    upper = name.upper()
+    if upper in _ORDINARY_NAMES or upper.startswith("LC_"):
+        return False
+    return bool(_SECRET_NAME.search(upper))
+
+
+def _decode(slot: str, value: Any) -> str:
+    if isinstance(value, (SecretStr, SecretBytes)):
+        value = value.get_secret_value()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    if isinstance(value, str):
+        return value
+    raise SecretError(
+        slot,
+        f"its source gave a {type(value).__name__}, not str or bytes",
+        "make the source return the credential as text",
+    )
+
+
+# --- stand-in values -------------------------------------------------------------------
+
+# A replay machine runs with dummy keys: `OPENAI_API_KEY=dummy`, `sk-test-key`, `xxxxxxxx`.
+# A value made only of these words (after a provider prefix) is a stand-in, not a secret.
+_PLACEHOLDER = re.compile(
+    r"""(?ix)
+    (?:sk-(?:ant-|proj-)?|sk_|ghp_|gsk_|hf_|xai-|pk_)?
+    (?:dummy|fake|tests?|testing|for|only|ci|invalid|bogus|placeholder|changeme|change|me|example|sample|secret|key|token
+      |password|not|real|replace|your|api|here|foo|bar|baz|none|null|mock|local|dev
+      |x|\*|0|1|2|3|4|[-_.:\s<>])+
+    """
+)
+_MODE_VARIABLES = ("REDACTKEY_MODE", "REDACTKEY_MODEL_MODE")
+_RECORDING_MODES = frozenset({"record", "auto"})
+_MIN_LENGTH_FIX = (
+    "record with the real credential; or, if you accept the risk, lower the minimum: "
+    "min-secret-length in [tool.redactkey] (pytest: ini redactkey_min_secret_length; "
+    "Python: RunSecrets(min_length=...))"
+)
+
+
+def dummy_reason(value: str, min_length: int = DEFAULT_MIN_LENGTH) -> str | None:
+    """Why `value` is a stand-in rather than a credential (too short, placeholder), or None."""
+    if len(value) < min_length:
+        return f"its value is shorter than the safe minimum of {min_length} characters"
+    if len(value) <= 64 and _PLACEHOLDER.fullmatch(value):
+        return "its value looks like a placeholder, not a credential"
+    return None
+
+
+def records_secrets(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether `REDACTKEY_MODE` / `REDACTKEY_MODEL_MODE` say this run records (record, auto).
+
+    The rule for stand-in secrets: skipped (with a warning) when nothing is recorded,
+    refused when something may be.
+    """
+    env = os.environ if environ is None else environ
+    return any(
+        (env.get(name) or "").strip().lower() in _RECORDING_MODES for name in _MODE_VARIABLES
+    )
+
+
+# --- variants ---------------------------------------------------------------------------
+
+
+def _b64_fragments(data: bytes) -> set[str]:
+    """Base64 text of `data` that does not depend on the bytes around it, at all 3 alignments.
+
+    Inside a larger base64 blob the value can start at any byte offset modulo 3;
+    only the characters whose 6 bits come wholly from `data` are fixed.
+    """
+    out: set[str] = set()
+    n = len(data)
+    for lead in range(3):
+        encoded = base64.b64encode(b"\0" * lead + data + b"\0\0").decode("ascii")
+        first = -(-8 * lead // 6)  # ceil
+        last = (8 * (lead + n)) // 6  # exclusive
+        fragment = encoded[first:last]
+        if fragment:
+            out.add(fragment)
+    standalone = base64.b64encode(data).decode("ascii")
+    out.add(standalone)
+    out.add(standalone.rstrip("="))
+    return out
+
+
+def _percent_forms(value: str) -> set[str]:
+    forms = {quote(value, safe=""), quote(value), quote_plus(value, safe=""), quote_plus(value)}
+    lowered = {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), f) for f in forms}
+    return forms | lowered
+
+
+def _json_forms(value: str) -> set[str]:
+    once = {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    twice = {json.dumps(f)[1:-1] for f in once}
+    return once | twice
+
+
+def value_variants(value: str) -> set[str]:
+    """Every form in which `value` can travel: raw, JSON-escaped (also `\\/`),
+    percent-encoded (quote and quote_plus, upper- and lower-case hex), base64 standard and
+    url-safe, padded or not, at all three alignments inside a larger blob."""
+    forms: set[str] = {value}
+    forms |= _json_forms(value)
+    forms |= _percent_forms(value)
+    raw = value.encode("utf-8", "surrogateescape")
+    for fragment in _b64_fragments(raw):
+        forms.add(fragment)
+        forms.add(fragment.replace("+", "-").replace("/", "_"))
+    # JSON writers may escape "/" as "\/"; percent forms may themselves be JSON-escaped.
+    forms |= {f.replace("/", "\\/") for f in forms if "/" in f}
+    return {f for f in forms if f}
+
+
+# --- the collector ----------------------------------------------------------------------
+
+
+class RunSecrets:
+    """The secret values of a run, by slot name. Values are never shown.
+
+    `add(slot, value)` registers a value; `read(slot)` resolves a slot from its declared
+    source (or the environment variable of that name), registers and returns it.
+
+    A stand-in value (shorter than `min_length`, or a placeholder such as `dummy`) is
+    skipped when `skip_short` is true and listed in `.dummies`; a short value is refused
+    with a `SecretError` naming the slot otherwise. `skip_short=None` (the default)
+    decides by the mode: skipped with a `DummySecretWarning` unless `REDACTKEY_MODE` or
+    `REDACTKEY_MODEL_MODE` (in `environ`, else the process environment) records.
+    """
+
+    def __init__(
+        self,
+        environ: Mapping[str, str] | None = None,
+        *,
+        min_length: int = DEFAULT_MIN_LENGTH,
+        skip_short: bool | None = None,
+    ) -> None:
+        if min_length < 1:
+            raise UsageError("RunSecrets(min_length=...) must be at least 1")
+        self._environ = environ
+        self._min_length = min_length
+        self._warn = skip_short is None
+        self._skip_short = not records_secrets(environ) if skip_short is None else skip_short
+        self._dummies: dict[str, str] = {}
+        self._values: dict[str, list[str]] = {}
+        self._sources: dict[str, SecretSource] = {}
+        self._missing: set[str] = set()
+        self._skipped: set[str] = set()
+        self._version = 0
+        # Who holds these values: a new object whenever a value is registered, shared by
+        # copies until either side registers one (a `Redactor` shares its automaton
+        # between redactors whose secrets hold the same generation).
+        self._generation = object()
+        # False while the containers above are shared with a copy: copied before a write.
+        self._owned = True
+        self._lock = threading.Lock()
+        # (version, patterns): the patterns are assembled once per version of the values,
+        # and each value's encoded variants once (an added value adds its own only).
+        self._patterns: tuple[int, tuple[tuple[str, str], ...]] | None = None
+        self._variants: dict[str, tuple[str, ...]] = {}
+
+    def copy(self) -> RunSecrets:
+        """An independent copy: values added to either later are not seen by the other.
+        Until then the two share what they hold (copied on the first write to either)
+        and what is derived from it (the encoded variants, the patterns)."""
+        other = object.__new__(RunSecrets)
+        with self._lock:
+            self._owned = False
+            # The lock too: a copy and its original never hold it while calling each
+            # other, and a new lock per copy costs a test more than sharing this one.
+            other.__dict__.update(self.__dict__)
+        return other
+
+    def _own(self) -> None:
+        """Make the containers this object's own before writing to them (under the lock)."""
+        if not self._owned:
+            self._dummies = dict(self._dummies)
+            self._values = {slot: list(values) for slot, values in self._values.items()}
+            self._sources = dict(self._sources)
+            self._missing = set(self._missing)
+            self._skipped = set(self._skipped)
+            self._owned = True
+
+    # -- construction helpers --
+
+    @classmethod
+    @raised_at_entry
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        min_length: int = DEFAULT_MIN_LENGTH,
+        skip_short: bool | None = None,
+    ) -> RunSecrets:
+        """Collect every environment variable whose name looks secret.
+
+        Flag-like values (empty, `0`, `1`, `true`, `no`, ...) are skipped and listed in
+        `.skipped`; URLs and DSNs contribute their password. A stand-in value (too short,
+        or a placeholder) is handled as `RunSecrets(skip_short=...)` says: skipped and
+        listed in `.skipped` and `.dummies`, or (a short one) refused with a `SecretError`.
+        """
+        env = os.environ if environ is None else environ
+        secrets = cls(env, min_length=min_length, skip_short=skip_short)
+        for name in sorted(env):
+            value = env[name]
+            upper = name.upper()
+            if upper in _ORDINARY_NAMES:
+                continue
+            password = _URL_PASSWORD.match(value)
+            if password and (_URL_NAME.search(upper) or looks_secret_env_name(name)):
+                value = password.group(1)
+                hint = "its URL's password"
+            elif not looks_secret_env_name(name):
+                continue
+            elif value.strip().lower() in _FLAG_VALUES:
+                secrets._skipped.add(name)
+                continue
+            else:
+                hint = "its value"
+            secrets._register(name, value, source_hint=hint)
+        return secrets
+
+    # -- registration --
+
+    @raised_at_entry
+    def declare(self, slot: str, source: SecretSource = None) -> None:
+        """Say where `slot` is read from, without reading it yet."""
+        _check_slot(slot)
+        _check_source(slot, source)
+        with self._lock:
+            self._own()
+            self._sources[slot] = source
+
+    @raised_at_entry
+    def collect(self, *components: object) -> None:
+        """Register every slot the components declare or hold, as `collect_run_secrets` does."""
+        for component in components:
+            _collect(self, component)
+
+    @raised_at_entry
+    def add(self, slot: str, value: str | bytes | SecretStr | SecretBytes) -> None:
+        """Register a value for `slot` (a slot may hold several, e.g. a refreshed token)."""
+        _check_slot(slot)
+        self._register(slot, _decode(slot, value))
+
+    @raised_at_entry
+    def read(self, slot: str) -> str:
+        """Resolve `slot` from its source, register the value and return it."""
+        _check_slot(slot)
+        value = self._resolve(slot)
+        if value is None:
+            raise SecretError(
+                slot,
+                "is not set (no environment variable of that name, no declared source)",
+                f"set {slot} or declare a source with RunSecrets.declare",
+            )
+        self._register(slot, value)
+        return value
+
+    def _resolve(self, slot: str) -> str | None:
+        source = self._sources.get(slot)
+        if source is None:
+            env = os.environ if self._environ is None else self._environ
+            raw = env.get(slot)
+            return None if raw is None else raw
+        if isinstance(source, (SecretStr, SecretBytes)):
+            return _decode(slot, source)
+        if isinstance(source, os.PathLike):
+            path = Path(source)
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise SecretError(
+                    slot,
+                    f"cannot read its file {path}: {exc.strerror or type(exc).__name__}",
+                    "check the path and its permissions",
+                ) from None
+            return _decode(slot, data).rstrip("\r\n")
+        try:
+            produced = source()
+        except Exception as exc:
+            raise SecretError(
+                slot,
+                f"its source callable raised {type(exc).__name__}",
+                "fix the callable that provides this credential",
+            ) from None
+        return None if produced is None else _decode(slot, produced)
+
+    def learn(self, slot: str, value: str) -> None:
+        """Register a credential a request sent (see `Redactor.learn`): a stand-in value
+        long enough to redact is kept even in replay, so a dummy key echoed into a prompt
+        keys the way the live one did; a short one is refused as by `add`."""
+        _check_slot(slot)
+        self._register(slot, value, keep_stand_in=len(value) >= self._min_length)
+
+    def holds(self, slot: str, value: str) -> bool:
+        """Whether `value` is registered under `slot` already (registering it again would
+        change nothing)."""
+        known = self._values.get(slot)
+        return known is not None and value in known and slot not in self._missing
+
+    def _register(self, slot: str, value: str, *, source_hint: str = "its value",
+                  keep_stand_in: bool = False) -> None:
+        reason = None if keep_stand_in else dummy_reason(value, self._min_length)
+        if reason is not None and self._skip_short:
+            with self._lock:
+                self._own()
+                first = slot not in self._dummies
+                self._dummies[slot] = reason.replace("its value", source_hint, 1)
+                self._skipped.add(slot)
+            if first and self._warn:
+                warn_at_caller(DummySecretWarning(slot, self._dummies[slot]))
+            return
+        if len(value) < self._min_length:
+            raise SecretError(
+                slot,
+                f"{source_hint} is shorter than the safe minimum of {self._min_length} "
+                "characters, so it cannot be redacted without destroying ordinary text",
+                _MIN_LENGTH_FIX,
+            )
+        with self._lock:
+            known = self._values.get(slot)
+            if known is not None and value in known and slot not in self._missing:
+                return  # nothing new: a shared copy stays shared
+            self._own()
+            values = self._values.setdefault(slot, [])
+            self._missing.discard(slot)
+            if value not in values:
+                values.append(value)
+                self._version += 1
+                self._generation = object()
+
+    def _mark_missing(self, slot: str) -> None:
+        with self._lock:
+            if slot not in self._values and slot not in self._missing:
+                self._own()
+                self._missing.add(slot)
+
+    # -- read-only views (slot names only) --
+
+    @property
+    def version(self) -> int:
+        """Grows whenever a value is registered; a `Redactor` rebuilds its matcher on change."""
+        return self._version
+
+    @property
+    def generation(self) -> object:
+        """An opaque token of the values held: a new one whenever a value is registered,
+        the same in a copy until either registers one. Two objects with the same
+        generation hold the same values."""
+        return self._generation
+
+    @property
+    def min_length(self) -> int:
+        return self._min_length
+
+    @property
+    def missing(self) -> frozenset[str]:
+        """Slots a component declared that had no value in this run."""
+        return frozenset(self._missing)
+
+    @property
+    def skipped(self) -> frozenset[str]:
+        """Slots skipped: flag-like environment values (`1`, `true`) and stand-in values."""
+        return frozenset(self._skipped)
+
+    @property
+    def dummies(self) -> dict[str, str]:
+        """Slots skipped for a stand-in value (too short, placeholder), with the reason."""
+        with self._lock:
+            return dict(sorted(self._dummies.items()))
+
+    @property
+    def skip_short(self) -> bool:
+        """Whether stand-in values are skipped (nothing recorded) rather than refused."""
+        return self._skip_short
+
+    def patterns(self) -> list[tuple[str, str]]:
+        """Every (variant, slot) to search for, sorted; for the redactor, never for display."""
+        with self._lock:
+            cached = self._patterns
+            version = self._version
+            items = [(slot, list(values)) for slot, values in self._values.items()]
+        if cached is not None and cached[0] == version:
+            return list(cached[1])
+        seen: dict[str, str] = {}
+        known = self._variants
+        for slot, values in sorted(items):
+            for value in values:
+                variants = known.get(value)
+                if variants is None:
+                    variants = known[value] = tuple(value_variants(value))
+                for variant in variants:
+                    seen.setdefault(variant, slot)
+        patterns = tuple(sorted(seen.items()))
+        with self._lock:
+            if self._version == version:
+                self._patterns = (version, patterns)
+        return list(patterns)
+
+    def values(self) -> list[tuple[str, str]]:
+        """Every (slot, value), sorted; for the redactor's masked-preview check, never for
+        display."""
+        with self._lock:
+            return sorted((slot, value) for slot, values in self._values.items()
+                          for value in values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._values))
+
+    def __contains__(self, slot: object) -> bool:
+        return slot in self._values
+
+    def __repr__(self) -> str:
+        return f"RunSecrets(slots={sorted(self._values)!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        raise UsageError(
+            "RunSecrets cannot be pickled: it would write secret values; "
+            "build it again in each process with collect_run_secrets(...)"
+        )
+
+    def __copy__(self) -> RunSecrets:
+        raise UsageError("RunSecrets cannot be copied; share the one instance instead")
+
+    def __deepcopy__(self, memo: Any) -> RunSecrets:
+        raise UsageError("RunSecrets cannot be copied; share the one instance instead")
+
+
+def _check_slot(slot: object) -> None:
+    if not isinstance(slot, str) or not slot:
+        raise UsageError("a secret slot name must be a non-empty str")
+
+
+def _check_source(slot: str, source: object) -> None:
+    if source is None or isinstance(source, (os.PathLike, SecretStr, SecretBytes)):
+        return
+    if isinstance(source, (str, bytes)):
+        raise SecretError(
+            slot,
+            "a str or bytes source is ambiguous (a value? a path? a variable name?)",
+            "pass pathlib.Path(...) for a file, a callable, a SecretStr, or None for the "
+            "environment variable of that name",
+        )
+    if not callable(source):
+        raise SecretError(
+            slot,
+            f"a {type(source).__name__} is not a secret source",
+            "pass None, a pathlib.Path, a zero-argument callable or a SecretStr",
+        )
+
+
+# --- collecting from components ---------------------------------------------------------
+
+
+@raised_at_entry
+def collect_run_secrets(
+    components: Iterable[object],
+    *,
+    environ: Mapping[str, str] | None = None,
+    min_length: int = DEFAULT_MIN_LENGTH,
+    skip_short: bool | None = None,
+) -> RunSecrets:
+    """Gather the value of every slot any component declares or holds.
+
+    A component is a slot name (read from the environment), a mapping of slot name to
+    `SecretSource`, an object with `secret_slots` (see `DeclaresSecrets`), or a pydantic
+    model (`SecretStr`/`SecretBytes` fields, nested models and `BaseSettings` too).
+    A declared slot with no value in this run is listed in `.missing`, not an error:
+    there is nothing of it to leak. Stand-in values follow `RunSecrets(skip_short=...)`.
+    """
+    secrets = RunSecrets(environ, min_length=min_length, skip_short=skip_short)
+    secrets.collect(*components)
+    return secrets
+
+
+def _collect(secrets: RunSecrets, component: object) -> None:
+    if isinstance(component, str):
+        _declare_and_read(secrets, component, None)
+    elif isinstance(component, BaseModel):
+        _collect_model(secrets, component, _model_prefix(component), set())
+    elif isinstance(component, Mapping):
+        for slot, source in component.items():
+            _declare_and_read(secrets, slot, source)
+    elif hasattr(component, "secret_slots"):
+        declared = component.secret_slots
+        if callable(declared):
+            declared = declared()
+        if isinstance(declared, Mapping):
+            for slot, source in declared.items():
+                _declare_and_read(secrets, slot, source)
+        elif isinstance(declared, str):
+            _declare_and_read(secrets, declared, None)
+        else:
+            for slot in declared:
+                _declare_and_read(secrets, slot, None)
+    else:
+        raise UsageError(
+            f"collect_run_secrets cannot read secrets from a {type(component).__name__}: "
+            "pass a slot name, a mapping of slot to source, a pydantic model, or an object "
+            "with a `secret_slots` attribute"
+        )
+
+
+def _declare_and_read(secrets: RunSecrets, slot: object, source: object) -> None:
+    _check_slot(slot)
+    assert isinstance(slot, str)
+    _check_source(slot, source)
+    secrets.declare(slot, source)  # type: ignore[arg-type]
+    value = secrets._resolve(slot)
+    if value is None:
+        secrets._mark_missing(slot)
+    else:
+        secrets._register(slot, value)
+
+
+def _model_prefix(model: BaseModel) -> str:
+    try:
+        from pydantic_settings import BaseSettings
+    except ImportError:  # pragma: no cover - pydantic-settings is optional
+        return type(model).__name__ + "."
+    if isinstance(model, BaseSettings):
+        prefix = model.model_config.get("env_prefix") or ""
+        return str(prefix).upper()
+    return type(model).__name__ + "."
+
+
+def _collect_model(secrets: RunSecrets, model: BaseModel, prefix: str, active: set[int]) -> None:
+    if id(model) in active:
+        return
+    active = active | {id(model)}
+    for name in type(model).model_fields:
+        value = getattr(model, name, None)
+        slot = prefix + (name.upper() if not prefix.endswith(".") else name)
+        _collect_value(secrets, value, slot, active)
+
+
+def _collect_value(secrets: RunSecrets, value: object, slot: str, active: set[int]) -> None:
+    if isinstance(value, (SecretStr, SecretBytes)):
+        secrets._register(slot, _decode(slot, value))
+    elif isinstance(value, BaseModel):
+        sep = "__" if not slot.count(".") else "."
+        _collect_model(secrets, value, slot + sep, active)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _collect_value(secrets, item, f"{slot}[{key}]", active)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _collect_value(secrets, item, f"{slot}[{index}]", active)
