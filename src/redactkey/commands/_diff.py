@@ -60,8 +60,9 @@ def _event_type(payload: Any) -> str:
 
 def meaning(call: Call, everything: bool) -> dict[str, Any]:
     """What of a call is compared (everything recorded, with `everything`)."""
-    doc: dict[str, Any] = {"request": {"method": call.method, "url": call.url,
-                                       "body": call.request}, "status": call.status}
+    asked = {"method": call.method, "url": call.url, "body": call.request} \
+        if call.kind == "http" else call.request
+    doc: dict[str, Any] = {"request": asked, "status": call.status}
     if everything:
         doc.update(headers=call.headers, answer=call.answer, events=call.events)
     else:

@@ -104,9 +104,10 @@ def _fixture_call(doc: dict[str, Any]) -> Call:
         return Call(doc["kind"], doc["key"], None, None, request, answer=doc.get("answer"),
                     events=chunks, error=doc.get("error"))
     sent = request if isinstance(request, Mapping) else {}
-    url = sent.get("url")
-    if isinstance(url, str) and sent.get("query"):
-        url += "?" + urllib.parse.urlencode([tuple(pair) for pair in sent["query"]])
+    url, method = (sent.get(k) if isinstance(sent.get(k), str) else None for k in ("url", "method"))
+    query = [tuple(p) for p in _listed(sent.get("query")) if isinstance(p, list) and len(p) == 2]
+    if isinstance(url, str) and query:
+        url += "?" + urllib.parse.urlencode(query)
     head: Any = (chunks[0] if chunks else {}) if chunks is not None else doc.get("answer")
     head = head if isinstance(head, Mapping) else {}
     headers = head.get("headers") if isinstance(head.get("headers"), Mapping) else {}
@@ -117,32 +118,29 @@ def _fixture_call(doc: dict[str, Any]) -> Call:
     elif chunks is not None:  # any other body, sent in parts: stored whole after the head
         answer = _payload(chunks[1]) if len(chunks) > 1 else None
     elif "events" in head:
-        events = [_payload(event) for event in head["events"]]
+        events = [_payload(event) for event in _listed(head["events"])]
     elif "answer" in doc:
         body = {k: v for k, v in head.items() if k in ("json", "text", "base64")}
         answer = _payload(body) if body else None
-    return Call("http", doc["key"], sent.get("method"), url, _payload(sent.get("body")),
+    return Call("http", doc["key"], method, url, _payload(sent.get("body")),
                 head.get("status"), str(headers.get("content-type", "")), answer, events,
                 doc.get("error"), {"request": sent.get("headers", {}), "response": headers})
 
 
 def _exchange_call(call: Exchange, redactor: Redactor) -> Call:
-    key = None
-    if call.method and call.url:
-        body = call.request_body
-        data = b"" if body is None else (body if isinstance(body, str) else json.dumps(body))
-        pairs = [(name, value) for name, values in call.request_headers.items()
-                 for value in values]
-        try:
-            document = request_document(call.method, call.url, pairs,
-                                        data.encode("utf-8") if isinstance(data, str) else data)
-            key = request_key("http", document, redactor=redactor)
-        except RedactkeyError:
-            key = None
+    body = call.request_body
+    pairs = [(name, value) for name, values in call.request_headers.items() for value in values]
+    try:  # the key `redact migrate` gives the call
+        data = body if isinstance(body, str) else "" if body is None else json.dumps(
+            body, ensure_ascii=False)
+        document = request_document(call.method or "", call.url or "", pairs, data.encode())
+        key: str | None = request_key("http", document, redactor=redactor)
+    except (RedactkeyError, UnicodeEncodeError):
+        key = None
     ctype = next((v for k, vs in call.response_headers.items() if k.lower() == "content-type"
                   for v in vs), "")
     streamed = bool(call.events)
-    return Call("http", key, call.method, call.url, call.request_body, call.status, ctype,
+    return Call("http", key, call.method, call.url, body, call.status, ctype,
                 None if streamed else call.response_body, call.events if streamed else None,
                 headers={"request": call.request_headers, "response": call.response_headers})
 
@@ -156,6 +154,10 @@ _MODEL_ANSWER = frozenset({"choices", "output", "candidates", "content", "messag
 _TEXTS = frozenset({"text", "content", "output_text", "response", "completion", "generation"})
 _FINISH = frozenset({"finish_reason", "stop_reason", "finishReason", "done_reason"})
 _MODEL_IN_URL = re.compile(r"/models?/([^/:?]+)")
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def json_text(text: str) -> tuple[Any] | None:
@@ -254,18 +256,19 @@ def _ask(body: Any, url: str | None) -> dict[str, Any]:
                 message: dict[str, Any] = {
                     "role": str(turn.get("role") or turn.get("type")),
                     "text": _text(turn.get("content", turn.get("parts", turn.get("output"))))}
-                asked = [turn, *(turn.get("tool_calls") or [])]
+                asked = [turn, *_listed(turn.get("tool_calls"))]
                 calls = [c for c in (_tool_call(t) for t in asked if isinstance(t, Mapping))
                          if c is not None]
                 messages.append({**message, "tool_calls": calls} if calls else message)
             else:
                 messages.append({"role": "user", "text": _text(turn)})
     tools = []
-    for tool in body.get("tools") or body.get("functions") or []:
+    for tool in _listed(body.get("tools") or body.get("functions")):
         if not isinstance(tool, Mapping):
             continue
-        declared = tool.get("functionDeclarations") or tool.get("function_declarations") or [
-            tool.get("function") if isinstance(tool.get("function"), Mapping) else tool]
+        declared = _listed(tool.get("functionDeclarations") or tool.get(
+            "function_declarations")) or [tool.get("function") if isinstance(
+                tool.get("function"), Mapping) else tool]
         tools += [str(d.get("name") or d.get("type")) for d in declared if isinstance(d, Mapping)]
     shown = {"model", "tools", "functions", *_SYSTEM, *_TURNS}
     out: dict[str, Any] = {"model": model, "messages": messages, "tools": tools,
@@ -361,24 +364,19 @@ def lines(shown: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield "error", f"error   {_compact(told['error'])}"
 
 
-def file_heading(recorded: Recorded, age: FixtureAge | None) -> str:
-    """`== path  format, N calls, recorded 3d ago (git)`."""
-    count = len(recorded.calls)
+def recording_lines(recorded: Recorded, views: list[dict[str, Any]],
+                    age: FixtureAge | None, *, heading: bool = True) -> Iterator[tuple[str, str]]:
+    """Every call of a file, under `== path  format, N calls, recorded 3d ago by git`
+    (no heading for git's textconv: the same bytes show the same text anywhere)."""
+    count = len(views)
     about = [recorded.format] + ([f"{count} calls"] if count != 1 else [])
     if age is not None:
         about.append(f"recorded {format_duration(age.age())} ago by {age.described_source}")
-    return f"== {recorded.display}  {', '.join(about)}"
-
-
-def recording_lines(recorded: Recorded, views: list[dict[str, Any]],
-                    age: FixtureAge | None, *, heading: bool = True) -> Iterator[tuple[str, str]]:
-    """Every call of a file, under its heading (none for git's textconv: the same bytes
-    must show the same text wherever the file is)."""
     if heading:
-        yield "file", file_heading(recorded, age)
+        yield "file", f"== {recorded.display}  {', '.join(about)}"
     for number, shown in enumerate(views, 1):
-        if len(views) > 1:
-            yield "file", f"-- call {number} of {len(views)}"
+        if count > 1:
+            yield "file", f"-- call {number} of {count}"
         yield from lines(shown)
 
 
