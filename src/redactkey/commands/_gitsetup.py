@@ -54,8 +54,8 @@ def git_setup(paths: tuple[str, ...], driver: str, echo: Callable[[str], None]) 
     present = {line.strip() for line in text.splitlines()}
     missing = [f"{p} diff=redactkey" for p in patterns if f"{p} diff=redactkey" not in present]
     if missing:
-        lead = "\n" if text and not text.endswith("\n") else ""
-        atomic_write(attributes, (text + lead + "\n".join(missing) + "\n").encode("utf-8"))
+        gap = "\n" if text and not text.endswith("\n") else ""
+        atomic_write(attributes, (text + gap + "\n".join(missing) + "\n").encode("utf-8"))
         for line in missing:
             echo(f"git-setup: added to .gitattributes: {line}")
     name, value = DRIVERS[driver]
