@@ -26,6 +26,7 @@ from helpers import ChangingProvider, chat_chunks
 from redactkey import FixtureDir, FixtureTransport, ModelFixtures
 from redactkey.commands._cli import main
 from redactkey.commands._diff import word_diff
+from redactkey.fixtures._store import CassetteStore
 from redactkey.fixtures._verify import VerifyRules
 
 PROMPT = "Where is the Eiffel Tower?"
@@ -247,6 +248,24 @@ class TestDiff:
         assert code == 0
         assert "new recording (fixture)\n" in out
         assert f"+   {LYON}\n" in out
+
+
+    def test_cassette_store_pairs_calls_by_key(self, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+        """A store's calls pair up by key: one changed answer, one call added."""
+        for name, answers in (("old", {"hi": "hello", "bye": "ciao"}),
+                              ("new", {"hi": "hello", "bye": "arrivederci", "new": "nuovo"})):
+            models = ModelFixtures(CassetteStore(tmp_path / f"{name}.json"), mode="record")
+            for prompt, answer in answers.items():
+                models.call("chat", {"prompt": prompt}, lambda a=answer: {"text": a})
+        code, out, _ = _run(capsys, "diff", str(tmp_path / "old.json"), str(tmp_path / "new.json"))
+        assert code == 1
+        assert "  answer/text\n    - ciao\n    + arrivederci\n" in out
+        assert out.count("call ") == 2
+        assert "added: chat" in out
+        code, out, _ = _run(capsys, "show", str(tmp_path / "new.json"))
+        assert code == 0
+        assert out.count("-- call ") == 3
 
 
 class TestVerifyRulesIgnores:

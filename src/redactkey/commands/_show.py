@@ -232,7 +232,7 @@ def answer_text(call: Call) -> tuple[Any, dict[str, Any]]:
         answer = folded if folded is not None else {"text": joined}
     else:
         answer = call.answer
-        if isinstance(answer, str):
+        if isinstance(answer, str) and call.kind != "http":
             found["texts"].append(answer)
         elif call.kind != "http" or (isinstance(answer, Mapping) and _MODEL_ANSWER & set(answer)):
             _parts(answer, found)
@@ -316,7 +316,8 @@ def _block(style: str, text: str) -> Iterator[tuple[str, str]]:
 
 
 def _pretty(style: str, value: Any) -> Iterator[tuple[str, str]]:
-    yield from _block(style, json.dumps(value, indent=2, ensure_ascii=False))
+    yield from _block(style, value if isinstance(value, str)
+                      else json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def lines(shown: dict[str, Any]) -> Iterator[tuple[str, str]]:
