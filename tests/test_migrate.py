@@ -54,11 +54,12 @@ def _api_key() -> str:
 
 
 class TestMigrate:
-    """The plan, the written tree, duplicates and refusals, on a handmade vcrpy cassette."""
+    """The plan, the written tree, sequences and refusals, on a handmade vcrpy cassette."""
 
     def test_dry_run_then_write_then_replay(self, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-        """The dry run writes nothing; --write writes fixtures FixtureTransport replays."""
+        """The dry run writes nothing; --write writes fixtures FixtureTransport replays,
+        the repeated request's two answers in their recorded order."""
         api_key = _api_key()
         _cassette(tmp_path / "cassettes" / "test_chat" / "test_a.yaml", api_key)
         target = tmp_path / "fixtures"
@@ -66,18 +67,17 @@ class TestMigrate:
         assert main(argv) == 1
         out = capsys.readouterr().out
         assert not target.exists()
-        assert "5 interactions: 2 migrated, 1 duplicate, 2 refused" in out
+        assert "5 interactions: 3 migrated, 0 duplicates, 2 refused" in out
         assert "HTTP 429: 1" in out
         assert "binary response body: 1" in out
         assert "(stream)" in out
         assert "redacted: sensitive-key" in out
-        assert "duplicate " in out
-        assert "/interactions/2: same key" in out
+        assert ".2.json <- " in out and "/interactions/2: POST" in out
         assert api_key not in out
         assert main([*argv, "--write"]) == 1
         capsys.readouterr()
         written = sorted((target / "test_chat").iterdir())
-        assert len(written) == 2
+        assert len(written) == 3
         for path in written:
             text = path.read_text()
             assert api_key not in text
@@ -88,6 +88,8 @@ class TestMigrate:
             body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
             headers = {"authorization": f"Bearer {_api_key()}"}
             assert client.post(URL, json=body, headers=headers).json() == {"answer": "Hello"}
+            assert client.post(URL, json=body, headers=headers).json() == {"answer": "again"}
+            assert client.post(URL, json=body, headers=headers).json() == {"answer": "again"}
             with client.stream("POST", URL, json={**body, "stream": True},
                                headers=headers) as response:
                 lines = [line for line in response.iter_lines() if line]

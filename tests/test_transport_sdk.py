@@ -328,7 +328,8 @@ class TestTransportOptions:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A request that does not say whether it streams is replayed from one read of its
-        fixture: the read that decided "whole or streamed" is the one replayed."""
+        fixture: the read that decided "whole or streamed" is the one replayed. (A repeat
+        first looks for a later answer of the request, `http.<key>.2.json`, once.)"""
         answer = httpx2.MockTransport(lambda request: httpx2.Response(200, json={"ok": 1}))
         record = FixtureTransport(FixtureDir(tmp_path), mode="record", inner=answer)
         with httpx2.Client(transport=record) as client:
@@ -337,8 +338,10 @@ class TestTransportOptions:
         read = _store._read_bytes
 
         def counted(path: str) -> Any:
-            reads.append(path)
-            return read(path)
+            data = read(path)
+            if data is not None:
+                reads.append(path)
+            return data
 
         monkeypatch.setattr(_store, "_read_bytes", counted)
         replay = FixtureTransport(FixtureDir(tmp_path), mode="replay")

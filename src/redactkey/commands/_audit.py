@@ -30,7 +30,7 @@ from ..fixtures._format import (
     parse_cassette,
     parse_fixture,
 )
-from ..fixtures._store import kind_for_file_name
+from ..fixtures._store import kind_for_file_name, parse_file_name
 from ..keys._canonical import canonicalize, pointer_join
 from ..keys._keys import find_volatile, key_from_material
 from ..recordings._cassettes import Interaction, Recording
@@ -214,16 +214,31 @@ class Auditor:
     # -- the whole tree -------------------------------------------------------------
 
     def finish(self) -> list[Issue]:
-        """Directory-wide issues: duplicate keys and unused fixtures."""
+        """Directory-wide issues: duplicate keys, gaps in answer sequences, unused fixtures."""
         issues: list[Issue] = []
+        sequences: dict[tuple[str, str, str], dict[int, str]] = {}  # (dir, kind, key) ->
         for (kind, key), places in sorted(self.keys.items()):
-            if len(places) > 1:
-                first = sorted(places)[0]
-                for other in sorted(places)[1:]:
+            by_index: dict[int, list[str]] = {}
+            for place in places:
+                parsed = None if "/entries/" in place else parse_file_name(Path(place).name)
+                index = parsed[2] if parsed is not None else 1
+                by_index.setdefault(index, []).append(place)
+                if parsed is not None:
+                    folder = str(Path(place).parent)
+                    sequences.setdefault((folder, kind, key), {})[index] = place
+            for same in by_index.values():
+                first = sorted(same)[0]
+                for other in sorted(same)[1:]:
                     path, _, pointer = other.partition("/entries/")
                     pointer = f"/entries/{pointer}/key" if pointer else "/key"
                     issues.append(Issue(path, 1, "duplicate-key", pointer=pointer,
                                         detail=f"{kind} {key[:12]}… also in {first}"))
+        for (_folder, kind, key), answers in sorted(sequences.items()):
+            for index, place in sorted(answers.items()):
+                if index > 1 and index - 1 not in answers:
+                    issues.append(Issue(place, 1, "answer-gap",
+                                        detail=f"answer {index} of {kind} {key[:12]}… "
+                                               f"without answer {index - 1}"))
         for target in self.fixture_files:
             if target.path.resolve() in self.unused:
                 issues.append(Issue(target.display, 1, "unused-fixture"))

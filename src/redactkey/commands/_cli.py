@@ -445,8 +445,8 @@ def migrate(sources: tuple[str, ...], to: Path, write: bool, verbose: bool,
             click.echo(f"{verb} {_relative(item.target)}{replaces} <- {item.source}: "
                        f"{item.method} {checker.redactor.redact_url(item.url)}{stream}"
                        f"{redacted}")
-        for source, first, key in plan.duplicates:
-            click.echo(f"duplicate {source}: same key {key[:12]}… as {first}; not written")
+        for source, why, _key in plan.duplicates:
+            click.echo(f"duplicate {source}: {why}; not written")
         for refused in plan.refused:
             click.echo(f"refused {refused.source}: {refused.reason}")
     formats = ", ".join(f"{fmt} {n}" for fmt, n in sorted(plan.files.items())) or "none"

@@ -15,9 +15,13 @@ SDK client) looks up on replay, whichever provider the call went to.
 What cannot be keyed or stored is listed with a reason and left out: no recorded
 response, a response the transport never records (401, 403, 429, 5xx, ...), binary
 bodies (their recorded bytes are not kept faithfully by the readers), a multipart
-body whose boundary is not in its content type, websocket and gRPC frames. A second
-interaction with the same key as an earlier one is a duplicate: the first is kept
-(vcrpy replays repeats in order; a key names one answer).
+body whose boundary is not in its content type, websocket and gRPC frames.
+
+Identical requests of one recording keep every answer, in order: each recording is
+migrated through its own `HttpFixtures`, which writes the n-th distinct answer of a key
+as `http.<key>.<n>.json` (docs/decisions/0022). A repeat whose answer equals the one
+before it is a duplicate, and so is a key that another recording of the same directory
+recorded first (the directory's fixtures replay one sequence per key).
 
 Everything is first recorded into a temporary directory; without `write` nothing
 else is touched, with it the files are moved into place atomically.
@@ -39,6 +43,7 @@ from .._errors import FixtureFormatError, RedactkeyError, VolatileValueWarning
 from ..fixtures._store import FixtureDir, atomic_write
 from ..http._documents import KIND, is_environment_failure, request_document, wants_stream
 from ..keys._keys import request_key
+from ..record._config import load_config
 from ..record._exchange import HttpFixtures, LiveResponse, LiveStream
 from ..recordings._classify import Target, Unreadable, open_target, walk
 from ..recordings._readers import Exchange, exchanges, read_recording
@@ -94,7 +99,7 @@ class MigrationPlan:
     files: Counter[str] = field(default_factory=Counter)  # format -> files read
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     planned: list[Planned] = field(default_factory=list)
-    duplicates: list[tuple[str, str, str]] = field(default_factory=list)  # (src, first, key)
+    duplicates: list[tuple[str, str, str]] = field(default_factory=list)  # (src, why, key)
     refused: list[Unkeyable] = field(default_factory=list)
     written: int = 0
 
@@ -237,9 +242,11 @@ def migrate(
     """
     plan = MigrationPlan()
     destination = Path(to)
+    config = load_config()
     with tempfile.TemporaryDirectory(prefix="redactkey-migrate-") as temp:
         staging = Path(temp)
-        stores: dict[Path, tuple[HttpFixtures, dict[str, str]]] = {}
+        # per directory under --to: its store, and the recording that owns each key
+        stores: dict[Path, tuple[FixtureDir, dict[str, str]]] = {}
         for target, base in _sources(paths, plan):
             file = target.path
             try:
@@ -257,15 +264,17 @@ def migrate(
             plan.files[fmt] += 1
             relative = file.parent.relative_to(base) if file.parent != base else Path()
             if relative not in stores:
-                store = FixtureDir(staging / relative)
-                stores[relative] = (HttpFixtures(store, mode="record", redactor=redactor,
-                                                 model=False), {})
-            fixtures, seen = stores[relative]
+                stores[relative] = (FixtureDir(staging / relative), {})
+            store, owners = stores[relative]
+            # one layer per recording: its identical requests are one sequence of answers
+            fixtures = HttpFixtures(store, mode="record", redactor=redactor, model=False,
+                                    config=config)
             for item in items:
                 if isinstance(item, Unkeyable):
                     plan.refused.append(item)
                     continue
-                _plan_one(plan, fixtures, seen, item, destination / relative, redactor)
+                _plan_one(plan, fixtures, owners, target.display, item,
+                          destination / relative, redactor)
         if write:
             for planned in plan.planned:
                 staged = staging / planned.target.relative_to(destination)
@@ -278,8 +287,9 @@ def migrate(
     return plan
 
 
-def _plan_one(plan: MigrationPlan, fixtures: HttpFixtures, seen: dict[str, str],
-              exchange: WireCall, target_dir: Path, redactor: Redactor) -> None:
+def _plan_one(plan: MigrationPlan, fixtures: HttpFixtures, owners: dict[str, str],
+              recording: str, exchange: WireCall, target_dir: Path,
+              redactor: Redactor) -> None:
     try:
         document = request_document(exchange.method, exchange.url,
                                     exchange.request_headers, exchange.request_body)
@@ -287,10 +297,13 @@ def _plan_one(plan: MigrationPlan, fixtures: HttpFixtures, seen: dict[str, str],
     except RedactkeyError as exc:
         plan.refused.append(Unkeyable(exchange.source, f"cannot be keyed: {exc}"))
         return
-    if key in seen:
-        plan.duplicates.append((exchange.source, seen[key], key))
+    owner = owners.setdefault(key, recording)
+    if owner != recording:
+        plan.duplicates.append((exchange.source, f"same key {key[:12]}… as {owner}", key))
         return
-    seen[key] = exchange.source
+    answers = fixtures.answers
+    assert answers is not None  # a FixtureDir's layer keeps sequences
+    before = answers.recorded(KIND, key)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", VolatileValueWarning)
         try:
@@ -298,12 +311,19 @@ def _plan_one(plan: MigrationPlan, fixtures: HttpFixtures, seen: dict[str, str],
         except RedactkeyError as exc:
             plan.refused.append(Unkeyable(exchange.source, f"cannot be stored: {exc}"))
             return
+    index = answers.recorded(KIND, key)
+    if index is None:  # not stored after all (a stream that recorded nothing)
+        plan.refused.append(Unkeyable(exchange.source, "cannot be stored: nothing recorded"))
+        return
+    if index == before:
+        plan.duplicates.append((exchange.source, "same request and answer as the call "
+                                                 "before it", key))
+        return
     volatile = tuple(f"{w.message.pointer} ({w.message.reason})" for w in caught
                      if isinstance(w.message, VolatileValueWarning))
-    name = fixtures.store.path_for(KIND, key).name
-    target = target_dir / name
-    staged_bytes = fixtures.store.path_for(KIND, key).read_bytes()
-    replaces = target.exists() and target.read_bytes() != staged_bytes
+    staged = answers.store.path_for(KIND, key, index)
+    target = target_dir / staged.name
+    replaces = target.exists() and target.read_bytes() != staged.read_bytes()
     plan.planned.append(Planned(exchange.source, exchange.method, exchange.url, key, target,
                                 wants_stream(document), _redacted(redactor, exchange, document),
                                 replaces, volatile))

@@ -37,7 +37,7 @@ from ..fixtures._format import (
     parse_cassette,
     parse_fixture,
 )
-from ..fixtures._store import FixtureDir, atomic_write, kind_for_file_name
+from ..fixtures._store import FixtureDir, atomic_write, parse_file_name
 from ..keys._canonical import pointer_join
 from ..keys._keys import key_from_material
 from ..recordings._cassettes import Recording, load_yaml_raw
@@ -93,8 +93,10 @@ def _plan_fixture(target: Target, raw: bytes, checker: Checker,
     data = scrubbed.dumps()
     new_path = target.path
     notes: list[str] = []
-    if kind_for_file_name(target.path.name) is not None or fixture.key != scrubbed.key:
-        new_path = FixtureDir(target.path.parent).path_for(scrubbed.kind, scrubbed.key)
+    named = parse_file_name(target.path.name)  # a later answer keeps its number
+    if named is not None or fixture.key != scrubbed.key:
+        new_path = FixtureDir(target.path.parent).path_for(
+            scrubbed.kind, scrubbed.key, named[2] if named is not None else 1)
     if scrubbed.key != fixture.key:
         notes.append(f"re-keyed {fixture.key[:12]}… -> {scrubbed.key[:12]}…")
     if new_path != target.path:

@@ -26,6 +26,7 @@ SDK (openai, anthropic) so that the SDK neither wraps nor retries it.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import sys
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._errors import DriftError, FixtureError, FixtureFormatError, MissingFixtureError
 from ..fixtures._format import ChunkLinesIterator
+from ..fixtures._store import Answers, FixtureDir
 from ..http._documents import (
     KIND,
     RESPONSE_HEADERS,
@@ -91,6 +93,7 @@ __all__ = [
 
 JSON = Any
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 # The SDKs pass their own errors through untouched and never retry them. A replay miss
 # that is also one of those surfaces as itself, at once, instead of being wrapped in a
@@ -315,6 +318,26 @@ def _whole(live: LiveResponse) -> Reply:
     return Reply(live.status, live_headers(live.headers), live.body, live=True)
 
 
+def _counted(method: F) -> F:
+    """Count the call among identical ones while it is handled (`HttpFixtures._nth`)."""
+    @functools.wraps(method)
+    def counted(self: HttpFixtures, document: dict[str, JSON], *args: Any) -> Any:
+        with self._nth(document):
+            return method(self, document, *args)
+
+    return counted  # type: ignore[return-value]
+
+
+def _acounted(method: F) -> F:
+    """`_counted` for a coroutine method."""
+    @functools.wraps(method)
+    async def counted(self: HttpFixtures, document: dict[str, JSON], *args: Any) -> Any:
+        with self._nth(document):
+            return await method(self, document, *args)
+
+    return counted  # type: ignore[return-value]
+
+
 class HttpFixtures:
     """Record and replay of HTTP exchanges (kind ``"http"``) through a fixture store.
 
@@ -346,8 +369,10 @@ class HttpFixtures:
         answer_normalizers: Iterable[AnswerNormalizer] | None = None,
     ) -> None:
         self.store = store
+        # Identical requests keep every answer, replayed in order (docs/decisions/0022).
+        self.answers = Answers(store) if isinstance(store, FixtureDir) else None
         self.fixtures = ModelFixtures(
-            store, mode=mode, redactor=redactor, spec=spec, model=model,
+            self.answers or store, mode=mode, redactor=redactor, spec=spec, model=model,
             how_to_record=how_to_record, verify=verify, on_drift=on_drift,
             how_to_rerecord=how_to_rerecord, copy_answers=False, max_age=max_age,
             on_expiry=on_expiry, ages=ages,
@@ -371,6 +396,13 @@ class HttpFixtures:
         """True when a live stream is read to its end although the client stopped early:
         it is written ("record", "auto") or compared with its recording ("verify")."""
         return self.mode in ("record", "auto", "verify")
+
+    def _nth(self, document: dict[str, JSON]) -> contextlib.AbstractContextManager[None]:
+        """This call counted among the identical ones of this instance, so that it reads
+        (and records) its own answer of the request's sequence."""
+        if self.answers is None or self.mode == "live" or self.answers.counting():
+            return contextlib.nullcontext()
+        return self.answers.nth_call(self.fixtures.key_of(KIND, document))
 
     # -- documents ---------------------------------------------------------------------
 
@@ -484,6 +516,7 @@ class HttpFixtures:
 
     # -- sync --------------------------------------------------------------------------
 
+    @_counted
     def exchange(
         self, document: dict[str, JSON], open_stream: Callable[[], LiveStream]
     ) -> Reply | StreamReply:
@@ -515,6 +548,7 @@ class HttpFixtures:
             if not taken:  # replayed after all (a repeat in record mode): not needed
                 opened.close()
 
+    @_counted
     def call(self, document: dict[str, JSON], send: Callable[[], LiveResponse]) -> Reply:
         """The whole response to a request document: replayed, or from `send` (recorded)."""
         send = _marked(send)
@@ -527,6 +561,7 @@ class HttpFixtures:
             raise self._miss(miss, document) from None
         return self._reply(answer, document, seen)
 
+    @_counted
     def stream(
         self, document: dict[str, JSON], open_stream: Callable[[], LiveStream]
     ) -> Reply | StreamReply:
@@ -593,6 +628,7 @@ class HttpFixtures:
 
     # -- async -------------------------------------------------------------------------
 
+    @_acounted
     async def aexchange(
         self,
         document: dict[str, JSON],
@@ -624,6 +660,7 @@ class HttpFixtures:
             if not taken:
                 await opened.aclose()
 
+    @_acounted
     async def acall(
         self, document: dict[str, JSON], send: Callable[[], Awaitable[LiveResponse]]
     ) -> Reply:
@@ -642,6 +679,7 @@ class HttpFixtures:
             raise self._miss(miss, document) from None
         return self._reply(answer, document, seen)
 
+    @_acounted
     async def astream(
         self, document: dict[str, JSON], open_stream: Callable[[], Awaitable[AsyncLiveStream]]
     ) -> Reply | AsyncStreamReply:
