@@ -180,9 +180,9 @@ class TestAuditCorpus:
             # UUIDs its request sends (`metadata.user_id`, `session_id`) are volatile
             ("anthropic_messages.json", "volatile-request-field"),
             ("openai_chat_completion.json", "volatile-request-field"),
-            ("@model.chat.74a7b533c97e5c14f6d18a660ca8111072606b55c736a958124ea641c0689254.json",
+            ("@model.chat.fb05038f597c9ab8aba319bc8c1f23e3851369935d6d007c87ca88da6e1e5da8.json",
              "anthropic-api-key"),
-            ("weather.87d34c97ba6e1964e4faab90a6a11eafb98fcf95c01c96e66ffb5290ce66b8d3.json",
+            ("weather.f3c63665163c6fd6a35deb7a2adefe00acc9bc8b4f7be309fa8d15d31aafa541.json",
              "volatile-key-material"),
         }
         code = main(["audit", "--format", "sarif", "corpus"])

@@ -97,8 +97,8 @@ class TestGoldenKeys:
         assert request_key(kind, _reversed(request_)) == GOLDEN_KEYS[name]
 
     def test_scheme_version_is_pinned(self) -> None:
-        """The golden table belongs to key scheme version 1."""
-        assert KEY_SCHEME_VERSION == 1
+        """The golden table belongs to key scheme version 2."""
+        assert KEY_SCHEME_VERSION == 2
 
     def test_same_keys_under_every_hash_seed(self) -> None:
         """Subprocesses with different PYTHONHASHSEED values compute the pinned keys."""
@@ -343,6 +343,22 @@ class TestHttpProjection:
             "query": [["a", "1"], ["b", "2"]],
             "body": {"json": {"x": 1}},
         }
+
+    def test_text_bodies_are_keyed_by_meaning(self) -> None:
+        """A text body that is a JSON document keys as that JSON, whatever the content
+        type said; a form keys as its pairs; other text by its bytes."""
+        sent_as_json = self._request(method="POST", headers={"content-type": "application/json"},
+                                     json={"model": "m", "input": ["a b"]})
+        sent_as_text = self._request(method="POST", headers={},
+                                     text='{ "input": ["a b"],\n  "model": "m" }')
+        assert request_key("http", sent_as_text) == request_key("http", sent_as_json)
+        form = key_material("http", self._request(method="POST", text="b=x+y&a=%21&b=2"))
+        assert form["request"]["body"] == {"form": [["a", "!"], ["b", "x y"], ["b", "2"]]}
+        assert request_key("http", {**HTTP_BASE, "body": form["request"]["body"],
+                                    "method": "POST"}) == key_from_material(form)
+        for text in ("plain words", "a=1&&b=2", "{not json", "a b=1"):
+            body = key_material("http", self._request(method="POST", text=text))
+            assert set(body["request"]["body"]) == {"sha256"}, text
 
     def test_a_url_is_projected_alike_each_time(self) -> None:
         """A query-less URL's projection is remembered; one with a query or userinfo is

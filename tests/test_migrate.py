@@ -72,7 +72,8 @@ class TestMigrate:
         assert "binary response body: 1" in out
         assert "(stream)" in out
         assert "redacted: sensitive-key" in out
-        assert ".2.json <- " in out and "/interactions/2: POST" in out
+        assert ".2.json <- " in out
+        assert "/interactions/2: POST" in out
         assert api_key not in out
         assert main([*argv, "--write"]) == 1
         capsys.readouterr()

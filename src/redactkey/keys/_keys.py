@@ -19,6 +19,7 @@ import dataclasses
 import fnmatch
 import hashlib
 import importlib
+import json
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
@@ -59,8 +60,9 @@ __all__ = [
     "stored_request",
 ]
 
-KEY_SCHEME_VERSION = 1
-"""Bumped whenever the key of an unchanged request would change."""
+KEY_SCHEME_VERSION = 2
+"""Bumped whenever the key of an unchanged request would change (2: an HTTP text body
+that is a JSON document or a form is keyed by its meaning, docs/keys.md)."""
 
 Normalizer = Callable[[JSONValue], JSONValue]
 """Rewrites the projected request (plain JSON data) before keying; must be pure."""
@@ -652,10 +654,33 @@ def _projected_body(body: Any) -> JSONValue:
         and re.fullmatch(r"[0-9a-f]{64}", body["sha256"])
     ):
         return {"sha256": body["sha256"]}
+    if isinstance(body, Mapping) and set(body) == {"form"}:
+        return {"form": [list(pair) for pair in _projected_query(body["form"])]}
     raise CanonicalizationError(
-        "/body", 'a projected body is null, {"json": ...} or {"sha256": "<64 hex>"}',
+        "/body", 'a projected body is null, {"json": ...}, {"form": [[name, value], ...]} '
+        'or {"sha256": "<64 hex>"}',
         "pass the body as 'json', 'text' or 'base64' instead",
     )
+
+
+# A form body: `name=value` pairs joined by `&`, nothing else (no blank, no bare name).
+_FORM: Final = re.compile(r"[^\s&=]+=[^\s&]*(?:&[^\s&=]+=[^\s&]*)*")
+
+
+def _text_meaning(text: str) -> JSONValue:
+    """A text body keyed by what it means: a JSON object or array as its value, a form as
+    its `[name, value]` pairs (percent-decoded, by name; the values of one name keep
+    their order), whatever the content type said; None for any other text."""
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return {"json": to_json(json.loads(text))}
+        except (ValueError, RecursionError, CanonicalizationError):
+            return None
+    if _FORM.fullmatch(text):
+        pairs = sorted(urllib.parse.parse_qsl(text, keep_blank_values=True),
+                       key=lambda pair: pair[0])
+        return {"form": [[name, value] for name, value in pairs]}
+    return None
 
 
 def _http_body(request: Mapping[str, Any], plain: Callable[..., Any] = to_json) -> JSONValue:
@@ -690,6 +715,9 @@ def _http_body(request: Mapping[str, Any], plain: Callable[..., Any] = to_json) 
         )
     if name == "text":
         to_json(body, pointer)  # lone surrogates cannot be hashed as UTF-8
+        meaning = _text_meaning(body)
+        if meaning is not None:
+            return meaning
         data = body.encode("utf-8")
     else:
         try:
