@@ -11,7 +11,7 @@ import pytest
 
 from conftest import SHARED
 from redactkey._errors import FixtureFormatError
-from redactkey.recordings._cassettes import load_cassette, parse_text
+from redactkey.recordings._readers import load_cassette, parse_text
 
 
 def _manifest_rows() -> list[list[str]]:

@@ -85,7 +85,7 @@ class TestKeyCommand:
                             json.dumps(CHAT).encode())
         assert code == 0
         material = json.loads(out)
-        assert material["scheme"] == 1
+        assert material["scheme"] == 2
         assert "timeout" not in material["request"]
 
     def test_http_kind(

@@ -13,7 +13,7 @@ from redactkey.commands._cli import main
 from redactkey.fixtures._format import Fixture
 from redactkey.fixtures._store import FixtureDir, kind_for_file_name
 from redactkey.keys._keys import KeySpec, key_from_material, key_material
-from redactkey.recordings._cassettes import load_cassette
+from redactkey.recordings._readers import load_cassette
 from test_cli_check import FAKE_OPENAI, leaky_cassette
 
 

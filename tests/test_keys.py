@@ -360,6 +360,17 @@ class TestHttpProjection:
             body = key_material("http", self._request(method="POST", text=text))
             assert set(body["request"]["body"]) == {"sha256"}, text
 
+    def test_text_json_keys_alike_on_every_path(self, tmp_path: Any) -> None:
+        """A JSON text body with floats keys the same through `request_key` and through
+        the record/replay layers' redact-then-key path."""
+        from redactkey import FixtureDir, ModelFixtures, Redactor
+
+        request = self._request(method="POST", headers={},
+                                text='{"temperature": 0.0, "top_p": 1.5e-3}')
+        layer = ModelFixtures(FixtureDir(tmp_path), mode="replay", redactor=Redactor())
+        assert layer.key_of("http", request) == request_key("http", request,
+                                                           redactor=Redactor())
+
     def test_a_url_is_projected_alike_each_time(self) -> None:
         """A query-less URL's projection is remembered; one with a query or userinfo is
         worked out each time, so nothing a URL sends is held; the projections agree."""

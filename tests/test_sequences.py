@@ -55,15 +55,20 @@ class TestSequences:
         assert _names(tmp_path) == [1]
         assert _states(FixtureTransport(FixtureDir(tmp_path), mode="replay"), 3) == ["z"] * 3
 
-    def test_auto_records_the_whole_sequence_of_a_miss(self, tmp_path: Path) -> None:
-        """In auto mode a request missing from the store is recorded call after call, so a
-        poll that waits for a change ends; a request already stored replays."""
+    def test_auto_records_a_miss_then_replays_it(self, tmp_path: Path) -> None:
+        """In auto mode a miss is recorded, and the calls after it replay the answers up
+        to theirs; a later layer replays the recorded sequence from its start."""
+        record = FixtureTransport(FixtureDir(tmp_path), mode="record",
+                                  inner=_changing(["pending", "ready"]))
+        assert _states(record, 2) == ["pending", "ready"]
         auto = FixtureTransport(FixtureDir(tmp_path), mode="auto",
-                                inner=_changing(["pending", "pending", "ready"]))
-        assert _states(auto, 3) == ["pending", "pending", "ready"]
-        replayed = FixtureTransport(FixtureDir(tmp_path), mode="auto",
-                                    inner=_changing(["never"] * 3))
-        assert _states(replayed, 3) == ["pending", "ready", "ready"]
+                                inner=_changing(["never"] * 3))
+        assert _states(auto, 3) == ["pending", "ready", "ready"]
+        for path in tmp_path.iterdir():  # a miss again
+            path.unlink()
+        fresh = FixtureTransport(FixtureDir(tmp_path), mode="auto",
+                                 inner=_changing(["live", "other"]))
+        assert _states(fresh, 2) == ["live", "live"]
 
     def test_replay_miss_still_raises(self, tmp_path: Path) -> None:
         """Nothing recorded: the first call is a miss, as before."""

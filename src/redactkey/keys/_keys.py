@@ -796,9 +796,11 @@ def redacted_material_and_key(
             "scheme": KEY_SCHEME_VERSION,
         }
         data = None
-        # (counted header names would be member names the redactor's walk did not see; an
-        # integer beyond 2**53 is refused by orjson and then named by the scan's path)
-        if orjson_canonical and not (spec.shape == "http" and spec.headers):
+        # (counted header names would be member names the redactor's walk did not see, and
+        # a text body read as JSON here may hold floats it did not see either; an integer
+        # beyond 2**53 is refused by orjson and then named by the scan's path)
+        if orjson_canonical and not (spec.shape == "http" and (
+                spec.headers or "text" in redacted)):
             try:
                 data = orjson.dumps(material, option=ORJSON_CANONICAL)
             except orjson.JSONEncodeError:  # (a try costs less than a suppress context)

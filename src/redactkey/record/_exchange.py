@@ -379,6 +379,8 @@ class HttpFixtures:
             config=config, answer_normalizers=answer_normalizers,
         )
         # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
+        if self.answers is not None:
+            self.answers.records = self.mode == "record"
         self.redactor: Redactor = self.fixtures.redactor  # type: ignore[assignment]
         self.spec = spec
         self.keep = frozenset(name.lower() for name in response_headers)

@@ -1,22 +1,14 @@
-"""Reading recorded-HTTP cassettes of other tools into one plain shape.
+"""The shape every recording is read into, and the loading its readers share.
 
-`load_cassette(path)` reads, without executing anything:
+A `Recording` keeps a *decoded document* (plain JSON data in which binary and
+compressed bodies were replaced by their text and JSON bodies by their parsed value)
+and a line map from JSON pointers of that document to lines of the file on disk, so
+that a finding at `/interactions/0/request/headers/...` prints as `path:LINE`; its
+`interactions` are the calls the dialect's reader found (`recordings.dialects`).
 
-- vcrpy / pytest-recording YAML (`interactions:`), including pydantic-ai's
-  `parsed_body` variant, `!!binary` bodies and header values, and gzip or
-  deflate bodies inside them;
-- Ruby VCR YAML (`http_interactions:`, `recorded_with: VCR x.y`), whose
-  Ruby-specific tags (`!binary`, `!ruby/...`) are read as plain data;
-- rVCR JSON (the Ruby VCR schema written by the Rust crate);
-- pydantic-ai websocket and gRPC cassettes and anything else JSON/YAML
-  (best effort: scanned as generic data, never a crash);
-- our own fixture files (`kind == "fixture"`), left to the audit to validate.
-
-The result keeps a *decoded document* (plain JSON data in which binary and
-compressed bodies were replaced by their text and JSON bodies by their parsed
-value) plus a line map from JSON pointers of that document to line numbers of
-the file on disk, so that a finding at `/interactions/0/request/headers/...`
-prints as `path:LINE`.
+`load_document(path, text)` parses JSON or YAML without executing anything: YAML tags
+(Ruby `!binary`, `!ruby/...`, `!!python/...`) are read as data, binary scalars kept as
+`Bytes` for the readers to decode (`decode_tree`, `decode_body_bytes`).
 """
 
 from __future__ import annotations
@@ -29,7 +21,7 @@ import contextvars
 import datetime as _dt
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,17 +32,19 @@ import yaml
 from .._errors import FixtureFormatError
 from ..keys._canonical import JSONValue, pointer_join
 from ..redact._redactor import MAX_NESTING, nesting_exceeds
-from ._limits import MAX_DECODED_BYTES, MAX_NODES, OverCap, bounded_decompress
+from ._limits import MAX_DECODED_BYTES, MAX_NODES
 
 __all__ = [
+    "Bytes",
     "Interaction",
     "LineMap",
     "Message",
     "Recording",
-    "decode_body_bytes",
-    "load_cassette",
+    "collect_problems",
+    "load_document",
     "load_yaml_raw",
-    "parse_text",
+    "note_problem",
+    "read_text",
     "resolve_pointer",
 ]
 
@@ -413,7 +407,7 @@ class _Builder:
                 raw = base64.b64decode("".join(str(node.value).split()), validate=False)
             except (binascii.Error, ValueError):
                 return str(node.value)
-            return _Bytes(raw)
+            return Bytes(raw)
         if tag not in _TRUSTED_SCALAR_TAGS:
             return str(node.value)
         try:
@@ -423,7 +417,7 @@ class _Builder:
         if isinstance(value, (_dt.datetime, _dt.date)):
             return value.isoformat()
         if isinstance(value, bytes):
-            return _Bytes(value)
+            return Bytes(value)
         if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
             return str(node.value)
         if value is None or isinstance(value, (str, int, float, bool)):
@@ -431,8 +425,8 @@ class _Builder:
         return str(node.value)
 
 
-class _Bytes(bytes):
-    """Binary scalar awaiting decoding by the format reader (never left in a document)."""
+class Bytes(bytes):
+    """A binary scalar awaiting decoding by a dialect's reader (never left in a document)."""
 
 
 def _load_yaml(path: str, text: str) -> tuple[JSONValue, LineMap]:
@@ -461,7 +455,7 @@ def load_yaml_raw(path: str, text: str) -> JSONValue:
 
 
 def _plain_bytes(value: Any) -> Any:
-    if isinstance(value, _Bytes):
+    if isinstance(value, Bytes):
         return bytes(value)
     if isinstance(value, dict):
         return {k: _plain_bytes(v) for k, v in value.items()}
@@ -551,231 +545,6 @@ class _LazyJSONLines(LineMap):
         return super().line_for(pointer, text=text, offset=offset)
 
 
-# --------------------------------------------------------------------------- decoding
-
-
-def decode_body_bytes(raw: bytes, encoding: str = "") -> str | None:
-    """Text of a recorded body: gunzip/inflate/unbrotli when compressed (within the shared
-    cap), then UTF-8; None if binary or undecodable (noted with `note_problem`)."""
-    try:
-        data = bounded_decompress(raw, encoding)
-    except OverCap as exc:
-        note_problem(f"a body {exc.problem}")
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def header_map(value: JSONValue) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    if not isinstance(value, dict):
-        return out
-    for name, raw in value.items():
-        items = raw if isinstance(raw, list) else [raw]
-        out[str(name)] = [
-            item if isinstance(item, str) else json.dumps(item) for item in items
-        ]
-    return out
-
-
-def maybe_json(text: str) -> JSONValue:
-    stripped = text.lstrip()
-    if stripped[:1] in ("{", "[") and len(text) < 32 * 1024 * 1024:
-        try:
-            parsed: JSONValue = json.loads(text)
-        except (ValueError, RecursionError):
-            return text
-        return text if nesting_exceeds(parsed) else parsed
-    return text
-
-
-def decode_tree(value: Any, encoding: str = "") -> JSONValue:
-    """Replace binary scalars by their text (or base64 when not text), recursively."""
-    if isinstance(value, _Bytes):
-        text = decode_body_bytes(bytes(value), encoding)
-        if text is None:
-            return base64.b64encode(bytes(value)).decode("ascii")
-        return text
-    if isinstance(value, dict):
-        return {k: decode_tree(v, encoding) for k, v in value.items()}
-    if isinstance(value, list):
-        return [decode_tree(v, encoding) for v in value]
-    return value
-
-
-def content_encoding(headers: JSONValue) -> str:
-    for name, values in header_map(decode_tree(headers)).items():
-        if name.lower() == "content-encoding":
-            return ",".join(values)
-    return ""
-
-
-def _decode_body(body: Any, encoding: str) -> tuple[JSONValue, str]:
-    """(decoded body, pointer suffix of the text) for vcrpy/Ruby body shapes."""
-    if isinstance(body, dict):
-        for field_name in ("string", "base64_string"):
-            if field_name in body:
-                inner = body[field_name]
-                if field_name == "base64_string" and isinstance(inner, str):
-                    with contextlib.suppress(binascii.Error, ValueError):
-                        inner = _Bytes(base64.b64decode("".join(inner.split())))
-                decoded = decode_tree(inner, encoding)
-                return (maybe_json(decoded) if isinstance(decoded, str) else decoded,
-                        "/" + field_name)
-        return decode_tree(body, encoding), ""
-    decoded = decode_tree(body, encoding)
-    if isinstance(decoded, str):
-        return maybe_json(decoded), ""
-    return decoded, ""
-
-
-# --------------------------------------------------------------------------- formats
-
-
-def http_interactions(items: list[Any], base: str) -> tuple[list[Any], list[Interaction]]:
-    decoded_items: list[Any] = []
-    interactions: list[Interaction] = []
-    for index, item in enumerate(items):
-        pointer = pointer_join(base, index)
-        if not isinstance(item, dict):
-            decoded_items.append(decode_tree(item))
-            continue
-        out = dict(item)
-        raw_request = item.get("request")
-        raw_response = item.get("response")
-        request: dict[str, Any] = raw_request if isinstance(raw_request, dict) else {}
-        response: dict[str, Any] | None = raw_response if isinstance(raw_response, dict) else None
-        req_msg, req_doc = read_message(request, pointer_join(pointer, "request"))
-        out["request"] = req_doc if "request" in item else item.get("request")
-        resp_msg: Message | None = None
-        if response is not None:
-            resp_msg, resp_doc = read_message(response, pointer_join(pointer, "response"))
-            out["response"] = resp_doc
-        for other in item:
-            if other not in ("request", "response"):
-                out[other] = decode_tree(item[other])
-        status_raw = response.get("status") if response is not None else None
-        status: int | None = None
-        if isinstance(status_raw, dict):
-            code = status_raw.get("code")
-            status = code if isinstance(code, int) else None
-        elif isinstance(status_raw, int):
-            status = status_raw
-        method = request.get("method")
-        uri = request.get("uri")
-        interactions.append(Interaction(
-            index=index,
-            pointer=pointer,
-            method=method.upper() if isinstance(method, str) else None,
-            uri=uri if isinstance(uri, str) else None,
-            request=req_msg,
-            status=status,
-            response=resp_msg,
-        ))
-        decoded_items.append(out)
-    return decoded_items, interactions
-
-
-def read_message(raw: Mapping[str, Any], pointer: str) -> tuple[Message, dict[str, JSONValue]]:
-    doc: dict[str, JSONValue] = {}
-    encoding = content_encoding(raw.get("headers"))
-    body: JSONValue = None
-    body_pointer: str | None = None
-    for key, value in raw.items():
-        if key == "headers":
-            doc[key] = decode_tree(value)
-        elif key in ("parsed_body", "json"):  # a body recorded already parsed
-            doc[key] = decode_tree(value)
-            body, body_pointer = doc[key], pointer_join(pointer, key)
-        elif key == "body":
-            decoded, suffix = _decode_body(value, encoding)
-            if suffix:
-                inner = dict(value) if isinstance(value, dict) else {}
-                inner = {k: decode_tree(v) for k, v in inner.items()}
-                inner[suffix[1:]] = decoded
-                doc[key] = inner
-            else:
-                doc[key] = decoded
-            if body_pointer is None or decoded not in (None, ""):
-                body, body_pointer = decoded, pointer_join(pointer, key) + suffix
-        else:
-            doc[key] = decode_tree(value)
-    headers = doc.get("headers")
-    pointers: dict[str, list[str]] = {}
-    if isinstance(headers, dict):
-        base = pointer_join(pointer, "headers")
-        for name, value in headers.items():
-            child = pointer_join(base, str(name))
-            pointers[str(name)] = (
-                [pointer_join(child, i) for i in range(len(value))]
-                if isinstance(value, list) else [child]
-            )
-    message = Message(
-        pointer=pointer,
-        headers=header_map(headers),
-        body=body,
-        body_pointer=body_pointer,
-        header_pointers=pointers,
-    )
-    return message, doc
-
-
-def _grpc_or_ws(items: list[Any], base: str) -> tuple[list[Any], list[Interaction]]:
-    decoded: list[Any] = []
-    interactions: list[Interaction] = []
-    for index, item in enumerate(items):
-        value = decode_tree(item)
-        decoded.append(value)
-        if not isinstance(value, dict):
-            continue
-        pointer = pointer_join(base, index)
-        if "request_sample" in value or "response_sample" in value:
-            req = value.get("request_sample")
-            resp = value.get("response_sample")
-            interactions.append(Interaction(
-                index=index, pointer=pointer, method="GRPC", uri=None,
-                request=Message(pointer_join(pointer, "request_sample"), {},
-                                req.get("json") if isinstance(req, dict) else req,
-                                pointer_join(pointer, "request_sample")),
-                status=None,
-                response=Message(pointer_join(pointer, "response_sample"), {},
-                                 resp.get("json") if isinstance(resp, dict) else resp,
-                                 pointer_join(pointer, "response_sample")),
-            ))
-        elif "direction" in value:
-            # one websocket message per interaction; what was sent is the "request"
-            message = Message(pointer, {}, value.get("data"), pointer_join(pointer, "data"))
-            sent = value.get("direction") == "sent"
-            interactions.append(Interaction(
-                index=index, pointer=pointer, method="WS", uri=None,
-                request=message if sent else Message(pointer, {}, None, None),
-                status=None, response=None if sent else message,
-            ))
-    return decoded, interactions
-
-
-def _classify(document: JSONValue, is_json: bool) -> str:
-    if not isinstance(document, dict):
-        return "json" if is_json else "yaml"
-    if isinstance(document.get("http_interactions"), list):
-        return "rvcr-json" if is_json else "ruby-vcr"
-    items = document.get("interactions")
-    if isinstance(items, list):
-        first = next((i for i in items if isinstance(i, dict)), {})
-        if "request_sample" in first or "response_sample" in first:
-            return "grpc"
-        if "direction" in first and "data" in first:
-            return "websocket"
-        return "vcrpy"
-    if {"version", "key", "kind", "request"} <= set(document):
-        return "fixture"
-    if "version" in document and isinstance(document.get("entries"), list):
-        return "store"
-    return "json" if is_json else "yaml"
-
-
 def load_document(path: Path, text: str) -> tuple[Any, LineMap, bool]:
     """(raw document, line map, whether it was JSON) of a JSON or YAML text; YAML tags are
     read as data, never constructed. `FixtureFormatError` when it does not parse."""
@@ -803,62 +572,6 @@ def load_document(path: Path, text: str) -> tuple[Any, LineMap, bool]:
     return raw, lines, is_json
 
 
-def _probe_encoded_bodies(raw: Any) -> None:
-    """The fast path keeps a JSON document as parsed (the redactor opens JSON and base64
-    held in strings itself); its `base64_string` bodies are still decoded within the
-    cap, so that a body which cannot be read is noted as in the full reading."""
-    stack: list[tuple[Any, int]] = [(raw, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_NESTING:
-            continue
-        if isinstance(node, dict):
-            encoded = node.get("base64_string")
-            if isinstance(encoded, str) and len(encoded) > 64:
-                with contextlib.suppress(binascii.Error, ValueError):
-                    decode_body_bytes(base64.b64decode("".join(encoded.split())))
-            stack.extend((value, depth + 1) for value in node.values()
-                         if isinstance(value, (dict, list)))
-        elif isinstance(node, list):
-            stack.extend((value, depth + 1) for value in node if isinstance(value, (dict, list)))
-
-
-def build_recording(path: Path, text: str, raw: Any, lines: LineMap, is_json: bool, *,
-                    normalise: bool = True) -> Recording:
-    """A `Recording` of the formats this module reads (vcrpy, Ruby VCR, rVCR, gRPC,
-    websocket, redactkey fixtures, generic JSON/YAML) from a loaded document."""
-    fmt = _classify(raw, is_json)
-    interactions: list[Interaction] = []
-    document: JSONValue
-    if is_json and not normalise:
-        document = raw
-        if "base64_string" in text or "\\u" in text:  # else no such member to probe
-            _probe_encoded_bodies(raw)
-    elif fmt in ("vcrpy", "ruby-vcr", "rvcr-json"):
-        list_key = "interactions" if fmt == "vcrpy" else "http_interactions"
-        items, interactions = http_interactions(raw[list_key], "/" + list_key)
-        document = {k: (decode_tree(v) if k != list_key else items) for k, v in raw.items()}
-    elif fmt in ("grpc", "websocket"):
-        items, interactions = _grpc_or_ws(raw["interactions"], "/interactions")
-        document = {k: (decode_tree(v) if k != "interactions" else items)
-                    for k, v in raw.items()}
-    else:
-        document = decode_tree(raw)
-    return Recording(path=path, format=fmt, document=document, lines=lines,
-                     interactions=interactions, text=text)
-
-
-def parse_text(path: Path, text: str, *, normalise: bool = True) -> Recording:
-    """Parse the text of a JSON or YAML file into a `Recording` (any structure is accepted).
-
-    With `normalise=False` a JSON file's document is the parsed JSON as it is (no
-    interactions are built): the fast path of `redact check`, where the redactor opens
-    JSON bodies held in strings by itself.
-    """
-    raw, lines, is_json = load_document(path, text)
-    return build_recording(path, text, raw, lines, is_json, normalise=normalise)
-
-
 def read_text(path: Path) -> str:
     """A file's text: UTF-8, or Latin-1 for other bytes (secrets are ASCII either way)."""
     try:
@@ -869,9 +582,3 @@ def read_text(path: Path) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         return data.decode("latin-1")
-
-
-def load_cassette(path: Path | str) -> Recording:
-    """Read one JSON/YAML cassette or fixture file; `FixtureFormatError` if it cannot be parsed."""
-    target = Path(path)
-    return parse_text(target, read_text(target))

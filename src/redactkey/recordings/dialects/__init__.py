@@ -1,0 +1,1 @@
+"""One reader per recording dialect (see `recordings._readers` for the entry point)."""
