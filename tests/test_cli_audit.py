@@ -129,23 +129,23 @@ class TestAuditFixtures:
         assert {"duplicate-key", "oversized-file", "unused-fixture"} <= set(rules)
 
     def test_answer_sequences(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        """Later answers (`<stem>.<key>.<n>.json`) are fixtures like the first; a gap in a
-        sequence (`.3` without `.2`) is flagged on the file after it."""
+        """Later answers (`<stem>.<key>.<n>.json`) are fixtures like the first, with or
+        without the numbers between (an answer that did not change); a later answer
+        without the first is flagged."""
         first = put(workdir / "fx", {"city": "Paris"}, {"t": 17})
         store = FixtureDir(workdir / "fx")
         fixture = store.get("tool:weather", first.name.split(".")[1])
         assert fixture is not None
-        second = store.put(fixture.model_copy(update={"answer": {"t": 18}}), 2)
-        assert second.name.endswith(".2.json")
+        third = store.put(fixture.model_copy(update={"answer": {"t": 18}}), 3)
+        assert third.name.endswith(".3.json")
         code, data = audit_json(capsys, "fx")
         assert (code, data["findings"]) == (0, [])
-        third = store.put(fixture.model_copy(update={"answer": {"t": 19}}), 3)
-        second.unlink()
+        first.unlink()
         code, data = audit_json(capsys, "fx")
         assert code == 1
         (finding,) = data["findings"]  # type: ignore[misc]
         assert (Path(finding["path"]).name, finding["rule"]) == (third.name, "answer-gap")
-        assert "without answer 2" in finding["detail"]
+        assert "without the first answer" in finding["detail"]
 
     def test_missing_directory_is_exit_2(self, workdir: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:

@@ -234,11 +234,11 @@ class Auditor:
                     issues.append(Issue(path, 1, "duplicate-key", pointer=pointer,
                                         detail=f"{kind} {key[:12]}… also in {first}"))
         for (_folder, kind, key), answers in sorted(sequences.items()):
-            for index, place in sorted(answers.items()):
-                if index > 1 and index - 1 not in answers:
-                    issues.append(Issue(place, 1, "answer-gap",
-                                        detail=f"answer {index} of {kind} {key[:12]}… "
-                                               f"without answer {index - 1}"))
+            if 1 not in answers:
+                index = min(answers)
+                issues.append(Issue(answers[index], 1, "answer-gap",
+                                    detail=f"answer {index} of {kind} {key[:12]}… without "
+                                           "the first answer: the first calls miss"))
         for target in self.fixture_files:
             if target.path.resolve() in self.unused:
                 issues.append(Issue(target.display, 1, "unused-fixture"))

@@ -90,9 +90,9 @@ RULES: dict[str, FindingRule] = _rules(
          "two fixtures for the same key",
          "keep one of them (the file named after the key) and delete the other"),
     FindingRule("answer-gap", "duplicate", "warning",
-         "a later answer of a request without the one before it (`.3.json` without "
-         "`.2.json`): replay skips from the last answer present to this one",
-         "re-record the test that made the request, or delete the answers after the gap"),
+         "a later answer of a request (`<stem>.<key>.<n>.json`) without its first answer "
+         "(`<stem>.<key>.json`): the request's first calls miss on replay",
+         "re-record the test that made the request, or delete its later answers"),
     FindingRule("schema-invalid", "fixture", "error",
          "the fixture does not match the fixture file schema",
          "re-record it; never edit a fixture by hand"),

@@ -46,7 +46,7 @@ from ..keys._keys import request_key
 from ..record._config import load_config
 from ..record._exchange import HttpFixtures, LiveResponse, LiveStream
 from ..recordings._classify import Target, Unreadable, open_target, walk
-from ..recordings._readers import Exchange, exchanges, read_recording
+from ..recordings._readers import NOT_HTTP, Exchange, exchanges, read_recording
 from ..redact._redactor import Redactor
 
 __all__ = ["MigrationPlan", "Planned", "Unkeyable", "WireCall", "migrate", "read_calls"]
@@ -180,8 +180,10 @@ def read_calls(path: Path, text: str, suffix: str,
     with an empty list and its format, so the caller can say why it was passed over.
     """
     recording = read_recording(path, text, suffix=suffix)
+    why = NOT_HTTP.get(recording.format)
     return recording.format, [
-        _wire_call(f"{display} {call.pointer}", exchange)
+        Unkeyable(f"{display} {call.pointer}", why) if why is not None
+        else _wire_call(f"{display} {call.pointer}", exchange)
         for call, exchange in zip(recording.interactions, exchanges(recording), strict=True)
     ]
 

@@ -43,7 +43,9 @@ _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", 
 # Licence texts that recordings copied from other projects carry beside them.
 _LICENCE = re.compile(r"^(?:UPSTREAM_)?(?:LICEN[CS]E|COPYING|NOTICE)(?:[._-].*)?$",
                       re.IGNORECASE)
-_RECORDING_START = re.compile(r"^\s*(?:\{|\[\s*[{\[\"]|(?:http_)?interactions\s*:)")
+# (also the text dialects: Go `httprr` traces, PyGithub's ReplayData files)
+_RECORDING_START = re.compile(
+    r"^\s*(?:\{|\[\s*[{\[\"]|(?:http_)?interactions\s*:)|^httprr trace v1\n|^https?\n[A-Z]+\n")
 _SNIFF = 8192
 
 
