@@ -46,7 +46,7 @@ from ..keys._keys import request_key
 from ..record._config import load_config
 from ..record._exchange import HttpFixtures, LiveResponse, LiveStream
 from ..recordings._classify import Target, Unreadable, open_target, walk
-from ..recordings._readers import NOT_HTTP, Exchange, exchanges, read_recording
+from ..recordings._readers import NOT_HTTP, Binary, Exchange, exchanges, read_recording
 from ..redact._redactor import Redactor
 
 __all__ = ["MigrationPlan", "Planned", "Unkeyable", "WireCall", "migrate", "read_calls"]
@@ -152,8 +152,8 @@ def _wire_call(source: str, call: Exchange) -> WireCall | Unkeyable:
         return Unkeyable(source, f"HTTP {call.status}: a credential, quota or server failure, "
                                  "which redactkey never records")
     request_mime = _mime(call.request_headers)
-    if not _is_text(request_mime):
-        return Unkeyable(source, f"binary request body ({request_mime})")
+    if not _is_text(request_mime) or isinstance(call.request_body, Binary):
+        return Unkeyable(source, f"binary request body ({request_mime or 'bytes'})")
     request_body = _body_bytes(call.request_body)
     if request_mime == "multipart/form-data":
         content_type = ",".join(_header(call.request_headers, "content-type"))
@@ -164,8 +164,8 @@ def _wire_call(source: str, call: Exchange) -> WireCall | Unkeyable:
         if boundary.encode("latin-1", "replace") not in request_body:
             return Unkeyable(source, "multipart body not kept as recorded (binary parts)")
     response_mime = _mime(call.response_headers)
-    if not _is_text(response_mime):
-        return Unkeyable(source, f"binary response body ({response_mime})")
+    if not _is_text(response_mime) or isinstance(call.response_body, Binary):
+        return Unkeyable(source, f"binary response body ({response_mime or 'bytes'})")
     return WireCall(source, call.method.upper(), call.url, _pairs(call.request_headers),
                     request_body, call.status, _pairs(call.response_headers),
                     _body_bytes(call.response_body))

@@ -78,13 +78,14 @@ from .dialects import (
     _single,
     _vcrpy,
 )
-from .dialects._common import decode_body_bytes, decode_tree
+from .dialects._common import Binary, decode_body_bytes, decode_tree
 
 __all__ = [
     "NOT_HTTP",
     "RECORDING_FORMATS",
     "STREAM_FILE_SUFFIXES",
     "STREAM_HINTS",
+    "Binary",
     "BodyStream",
     "Exchange",
     "StreamEvent",

@@ -21,9 +21,9 @@ from ...redact._redactor import nesting_exceeds
 from .._cassettes import Bytes, Interaction, Message, note_problem
 from .._limits import OverCap, bounded_decompress
 
-__all__ = ["body_of_bytes", "call", "content_encoding", "decode_body_bytes", "decode_tree",
-           "header_map", "http_interactions", "maybe_json", "named_headers", "pair_headers",
-           "read_message", "status_of"]
+__all__ = ["Binary", "body_of_bytes", "call", "content_encoding", "decode_body_bytes",
+           "decode_tree", "header_map", "http_interactions", "maybe_json", "named_headers",
+           "pair_headers", "read_message", "status_of"]
 
 
 def decode_body_bytes(raw: bytes, encoding: str = "") -> str | None:
@@ -70,7 +70,7 @@ def decode_tree(value: Any, encoding: str = "") -> JSONValue:
     if isinstance(value, Bytes):
         text = decode_body_bytes(bytes(value), encoding)
         if text is None:
-            return base64.b64encode(bytes(value)).decode("ascii")
+            return Binary(base64.b64encode(bytes(value)).decode("ascii"))
         return text
     if isinstance(value, dict):
         return {k: decode_tree(v, encoding) for k, v in value.items()}
@@ -85,6 +85,11 @@ def content_encoding(headers: JSONValue) -> str:
         if name.lower() == "content-encoding":
             return ",".join(values)
     return ""
+
+
+class Binary(str):
+    """Base64 text standing in a document for body bytes that are not text, so that a
+    reader of the document can tell it from a text body."""
 
 
 def status_of(response: Any) -> int | None:
@@ -112,7 +117,7 @@ def body_of_bytes(data: bytes, encoding: str = "") -> JSONValue:
     """A body the client saw as `data`: its text (decompressed by `encoding` or its gzip
     magic), JSON parsed; base64 when it is not text."""
     text = decode_body_bytes(data, encoding)
-    return maybe_json(text) if text is not None else base64.b64encode(data).decode("ascii")
+    return maybe_json(text) if text is not None else Binary(base64.b64encode(data).decode())
 
 
 def _decode_body(body: Any, encoding: str) -> tuple[JSONValue, str]:
