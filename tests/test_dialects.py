@@ -174,7 +174,8 @@ def _nock_calls(items: list[Any]) -> list[Call]:
     calls = []
     for item in items:
         raw = item.get("rawHeaders") or []
-        headers = dict(zip(raw[::2], raw[1::2])) if isinstance(raw, list) else raw
+        headers = dict(zip(raw[::2], raw[1::2], strict=True)) if isinstance(raw, list) \
+            else raw
         answer = item.get("response")
         if isinstance(answer, list) and all(isinstance(a, str) for a in answer):
             answer = _value(bytes.fromhex("".join(answer)), _first(headers, "content-encoding"))
@@ -375,5 +376,6 @@ def test_every_dialect_has_an_example() -> None:
                                         "httprr", "placebo", "pygithub-replay", "go-vcr"}
     for row in rows:
         assert (DATA / row[1]).is_file(), row[1]
-        assert len(row[4]) == 40 and row[5], row
+        assert len(row[4]) == 40, row
+        assert row[5], row
         assert list((DATA / row[0]).glob("UPSTREAM_LICENSE*")), row[0]
