@@ -379,3 +379,58 @@ def test_every_dialect_has_an_example() -> None:
         assert len(row[4]) == 40, row
         assert row[5], row
         assert list((DATA / row[0]).glob("UPSTREAM_LICENSE*")), row[0]
+
+
+@pytest.mark.xfail(strict=True, reason="needs the credential-name rule for `token`")
+def test_betamax_oauth_token_is_redacted(tmp_path: Path) -> None:
+    """GitHub's `POST /authorizations` answers the new OAuth token under `token`: the
+    migrated fixture must not hold it."""
+    source = DATA / "betamax" / "github3py-GitHub_authorize.json"
+    (call,) = source_calls(source)
+    token = call.answer["token"]
+    assert re.fullmatch(r"[0-9a-f]{40}", token)
+    plan = migrate([str(source)], tmp_path, Redactor(), write=True)
+    (written,) = plan.planned
+    assert token not in written.target.read_text(encoding="utf-8")
+
+
+def test_json_sent_without_content_type_replays_through_the_openai_sdk(
+        tmp_path: Path) -> None:
+    """A recorder that kept no request headers (langsmith's cassettes hold `headers: {}`)
+    recorded an embeddings call; migrated, it replays through the openai SDK, which sends
+    the same JSON with `Content-Type: application/json`: the body is keyed by meaning."""
+    import httpx2
+    import openai
+
+    from redactkey import FixtureTransport
+
+    vector = [0.25, -0.5, 0.125]
+    answer = {"object": "list", "model": "text-embedding-3-small",
+              "data": [{"object": "embedding", "index": 0, "embedding": vector}],
+              "usage": {"prompt_tokens": 2, "total_tokens": 2}}
+    sent: list[bytes] = []
+
+    def provider(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request.read())
+        return httpx2.Response(200, json=answer)
+
+    def embed(transport: Any) -> Any:
+        with openai.OpenAI(api_key="sk-" + "replay-" + "x" * 20, max_retries=0,
+                           http_client=httpx2.Client(transport=transport)) as client:
+            return client.embeddings.create(model="text-embedding-3-small", input="hello",
+                                            encoding_format="float")
+
+    embed(httpx2.MockTransport(provider))  # what the SDK sends, byte for byte
+    cassette = {"version": 1, "interactions": [{
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/embeddings",
+                    "headers": {}, "body": sent[0].decode()},
+        "response": {"status": {"code": 200, "message": "OK"},
+                     "headers": {"Content-Type": ["application/json"]},
+                     "body": {"string": json.dumps(answer, indent=1)}}}]}
+    (tmp_path / "embed.yaml").write_text(yaml.safe_dump(cassette), encoding="utf-8")
+    plan = migrate([str(tmp_path / "embed.yaml")], tmp_path / "fixtures", Redactor(),
+                   write=True)
+    assert len(plan.planned) == 1
+    replayed = embed(FixtureTransport(FixtureDir(tmp_path / "fixtures"), mode="replay",
+                                      redactor=Redactor()))
+    assert replayed.data[0].embedding == vector
