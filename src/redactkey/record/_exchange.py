@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._errors import DriftError, FixtureError, FixtureFormatError, MissingFixtureError
 from ..fixtures._format import ChunkLinesIterator
-from ..fixtures._store import Answers, FixtureDir
+from ..fixtures._sequence import AnswerSequence
+from ..fixtures._store import FixtureDir
 from ..http._documents import (
     KIND,
     RESPONSE_HEADERS,
@@ -370,7 +371,7 @@ class HttpFixtures:
     ) -> None:
         self.store = store
         # Identical requests keep every answer, replayed in order (docs/decisions/0022).
-        self.answers = Answers(store) if isinstance(store, FixtureDir) else None
+        self.answers = AnswerSequence(store) if isinstance(store, FixtureDir) else None
         self.fixtures = ModelFixtures(
             self.answers or store, mode=mode, redactor=redactor, spec=spec, model=model,
             how_to_record=how_to_record, verify=verify, on_drift=on_drift,
