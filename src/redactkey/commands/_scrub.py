@@ -43,7 +43,14 @@ from ..keys._keys import key_from_material
 from ..recordings._cassettes import Recording, load_yaml_raw
 from ..recordings._classify import inner_suffix
 from ..recordings._limits import OverCap, bounded_decompress, bounded_gunzip
-from ..recordings._readers import STREAM_HINTS, BodyStream, body_streams, file_stream, write_stream
+from ..recordings._readers import (
+    STREAM_HINTS,
+    TEXT_DIALECTS,
+    BodyStream,
+    body_streams,
+    file_stream,
+    write_stream,
+)
 from ._check import Checker, CheckerSpec, Target, Unreadable, begin
 from ._issues import InputProblem, Issue, Report, counted
 from ._parallel import Outcome, run_files
@@ -376,6 +383,10 @@ def _plan_third_party(target: Target, text: str, checker: Checker,
                       recording: Recording | None = None) -> Change | None:
     if not issues:
         return None
+    if recording is not None and recording.format in TEXT_DIALECTS:
+        raise FixtureFormatError(target.display, f"the {recording.format} dialect is read "
+                                 "but not rewritten by scrub: replace the secret by hand or "
+                                 "record the calls again")
     streams = _streams(recording)
     redactor = checker.redactor
     placeholder = checker.config.placeholder

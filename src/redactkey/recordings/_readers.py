@@ -107,6 +107,8 @@ _TEXT_DIALECTS = (_httprr, _pygithub)
 # in the order they are tried: the first whose `detect` names a format reads the file
 _DIALECTS = (_nock, _har, _azure, _placebo, _frames, _cassetter, _go_vcr, _vcrpy, _single)
 
+#: Formats of text files that are not JSON, YAML or TOML.
+TEXT_DIALECTS = frozenset(dialect.FORMAT for dialect in _TEXT_DIALECTS)
 #: Formats whose interactions (requests and responses) are read.
 RECORDING_FORMATS = frozenset({
     "vcrpy", "ruby-vcr", "rvcr-json", "betamax", "go-vcr", "cassetter", "har", "nock",
