@@ -1,27 +1,13 @@
 """Every recording dialect read through one entry point: `read_recording`.
 
-The dialect of a file is decided here, in this order, and read by its module in
-`recordings.dialects` into a `Recording` (its document keeps the file's structure, with
-bodies decoded in place; its interactions are the calls, in file order):
-
-| format | reader |
-| --- | --- |
-| `httprr` | `_httprr`: Go `httprr trace v1` files |
-| `pygithub-replay` | `_pygithub`: PyGithub's `ReplayData` text |
-| `fixture` / `store` | redactkey's own files (validated by the audit) |
-| `nock` | `_nock`: a JSON list of `{scope, method, path, ...}` |
-| `har` | `_har`: `log.entries` (Polly.js, browser exports) |
-| `azure-test-proxy` | `_azure`: `SessionRecords` (`Entries`, `RequestUri`, ...) |
-| `placebo` | `_placebo`: boto placebo `{status_code, data}` responses |
-| `grpc` / `websocket` | `_frames`: pydantic-ai's frame cassettes |
-| `cassetter` | `_cassetter`: `{type, content}` / `body_type` bodies |
-| `go-vcr` | `_go_vcr`: `interactions:` whose requests have `url` |
-| `vcrpy`, `ruby-vcr`, `rvcr-json`, `betamax` | `_vcrpy` |
-| `dd-test-agent` / `http-exchange` | `_single`: one `{request, response}` per file |
-
-Anything else that parses is `json`, `yaml` or `toml` (scanned as generic data).
-Nothing in a file is ever executed or constructed: YAML tags are read as data, the
-Python literals of PyGithub files with `ast.literal_eval`.
+A text dialect is told by its first line (`_TEXT_DIALECTS`), any other file by the
+shape of its JSON, YAML or TOML document: redactkey's own files first, then the first
+of `_DIALECTS` whose `detect` names a format; the dialect's module in
+`recordings.dialects` reads it into a `Recording` (the file's structure with bodies
+decoded in place, and its calls in file order). Anything else that parses is `json`,
+`yaml` or `toml`, scanned as generic data. Nothing in a file is ever executed or
+constructed: YAML tags are read as data, PyGithub's Python literals with
+`ast.literal_eval`.
 
 `exchanges(recording)` yields each call as an `Exchange` (method, url, headers, body;
 status, headers, body and stream events), the shape other code builds on;
