@@ -8,7 +8,7 @@ that a finding at `/interactions/0/request/headers/...` prints as `path:LINE`; i
 
 `load_document(path, text)` parses JSON or YAML without executing anything: YAML tags
 (Ruby `!binary`, `!ruby/...`, `!!python/...`) are read as data, binary scalars kept as
-`Bytes` for the readers to decode (`decode_tree`, `decode_body_bytes`).
+`Bytes` for the readers to decode (`dialects._common.decode_tree`).
 """
 
 from __future__ import annotations
