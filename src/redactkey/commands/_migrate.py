@@ -14,7 +14,7 @@ SDK client) looks up on replay, whichever provider the call went to.
 
 What cannot be keyed or stored is listed with a reason and left out: no recorded
 response, a response the transport never records (401, 403, 429, 5xx, ...), binary
-bodies (their recorded bytes are not kept faithfully by the readers), a multipart
+bodies (by their content type or, without one, bytes that are not text), a multipart
 body whose boundary is not in its content type, websocket and gRPC frames.
 
 Identical requests of one recording keep every answer, in order: each recording is
@@ -152,7 +152,8 @@ def _wire_call(source: str, call: Exchange) -> WireCall | Unkeyable:
         return Unkeyable(source, f"HTTP {call.status}: a credential, quota or server failure, "
                                  "which redactkey never records")
     request_mime = _mime(call.request_headers)
-    if not _is_text(request_mime) or isinstance(call.request_body, Binary):
+    if call.request_body not in (None, "") and (
+            not _is_text(request_mime) or isinstance(call.request_body, Binary)):
         return Unkeyable(source, f"binary request body ({request_mime or 'bytes'})")
     request_body = _body_bytes(call.request_body)
     if request_mime == "multipart/form-data":
@@ -164,7 +165,8 @@ def _wire_call(source: str, call: Exchange) -> WireCall | Unkeyable:
         if boundary.encode("latin-1", "replace") not in request_body:
             return Unkeyable(source, "multipart body not kept as recorded (binary parts)")
     response_mime = _mime(call.response_headers)
-    if not _is_text(response_mime) or isinstance(call.response_body, Binary):
+    if call.response_body not in (None, "") and (  # an empty body is kept whatever its type
+            not _is_text(response_mime) or isinstance(call.response_body, Binary)):
         return Unkeyable(source, f"binary response body ({response_mime or 'bytes'})")
     return WireCall(source, call.method.upper(), call.url, _pairs(call.request_headers),
                     request_body, call.status, _pairs(call.response_headers),
