@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import base64
+import datetime
 import gzip
 import json
+import os
+import random
+import stat
+import string
 from pathlib import Path
 
 import pytest
+import yaml
 
 from redactkey.commands._cli import main
 from redactkey.fixtures._format import Fixture
@@ -161,3 +167,192 @@ class TestScrubFixtures:
         code, out = scrub(capsys, "missing-dir")
         assert code == 2
         assert "missing-dir" in out
+
+
+def _fake_key(seed: int) -> str:
+    """An OpenAI-shaped key made up at run time (random letters and digits)."""
+    rng = random.Random(seed)
+    return "sk-" + "proj-" + "".join(rng.choice(string.ascii_letters + string.digits)
+                                     for _ in range(48))
+
+
+def _changed_lines(before: str, after: str) -> list[tuple[str, str]]:
+    old, new = before.splitlines(), after.splitlines()
+    assert len(old) == len(new)
+    return [(a, b) for a, b in zip(old, new, strict=True) if a != b]
+
+
+class TestScrubKeepsTheRest:
+    """A third-party recording changes only where its secrets were."""
+
+    def test_yaml_layout_types_and_placeholders_stay(
+            self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Timestamps stay unquoted, comments, flow style and folded lines stay, a
+        placeholder already there stays, a cookie keeps its attributes; only the key's
+        span changes in the body."""
+        key = _fake_key(1)
+        text = (
+            "# recorded by hand\n"
+            "interactions:\n"
+            "- request:\n"
+            "    body: '{\"model\": \"gpt-4o\",   \"input\": \"use " + key + " now\"}'\n"
+            "    headers:\n"
+            "      Authorization: [Bearer <OPENAI_ACCESS_TOKEN>]\n"
+            "      X-Note: a folded plain value that runs on\n"
+            "        to a second line\n"
+            "    method: POST\n"
+            "    uri: https://api.openai.com/v1/responses\n"
+            "  response:\n"
+            "    headers:\n"
+            "      Set-Cookie:\n"
+            "      - __cf_bm=" + key[8:40] + "; path=/; expires=Fri, 14-Mar-25 14:31:48 GMT;\n"
+            "        domain=.api.openai.com; HttpOnly; Secure\n"
+            "    status: {code: 200, message: OK}\n"
+            "  recorded_at: 2024-05-01 12:00:00\n"
+            "version: 1\n")
+        (workdir / "c.yaml").write_text(text, encoding="utf-8")
+        code, out = scrub(capsys, "--write", "c.yaml")
+        assert code == 0, out
+        after = (workdir / "c.yaml").read_text(encoding="utf-8")
+        assert _changed_lines(text, after) == [
+            ("    body: '{\"model\": \"gpt-4o\",   \"input\": \"use " + key + " now\"}'",
+             "    body: '{\"model\": \"gpt-4o\",   \"input\": \"use [REDACTED] now\"}'"),
+            ("      - __cf_bm=" + key[8:40] + "; path=/; expires=Fri, 14-Mar-25 14:31:48 GMT;",
+             "      - __cf_bm=[REDACTED]; path=/; expires=Fri, 14-Mar-25 14:31:48 GMT;"),
+        ]
+        loaded = yaml.safe_load(after)
+        assert isinstance(loaded["interactions"][0]["recorded_at"], datetime.datetime)
+
+    def test_binary_blocks_keep_their_tag_and_width(
+            self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A Ruby `!binary` block without a secret keeps every byte; one with a secret
+        keeps its tag, indentation and line width, and its body differs only at the key;
+        a gzip body without a secret is not compressed again."""
+        key = _fake_key(2)
+
+        def block(data: bytes, tag: str, width: int) -> str:
+            encoded = base64.b64encode(data).decode()
+            return f"{tag} |-\n" + "".join(f"        {encoded[i:i + width]}\n"
+                                            for i in range(0, len(encoded), width))
+
+        leaky = json.dumps({"id": "resp_1", "echo": f"the key is {key}", "n": 1}).encode()
+        clean = gzip.compress(json.dumps({"id": "resp_2", "text": "hello " * 40}).encode(),
+                              mtime=7)
+        text = ("---\nhttp_interactions:\n- request:\n    method: post\n"
+                "    uri: https://api.openai.com/v1/chat\n    body:\n"
+                "      encoding: ASCII-8BIT\n      string: " + block(leaky, "!binary", 60)
+                + "  response:\n    body:\n      encoding: ASCII-8BIT\n      string: "
+                + block(clean, "!!binary", 76) + "recorded_with: VCR 6.2.0\n")
+        (workdir / "r.yml").write_text(text, encoding="utf-8")
+        code, out = scrub(capsys, "--write", "r.yml")
+        assert code == 0, out
+        after = (workdir / "r.yml").read_text(encoding="utf-8")
+        start = text.index("  response:")
+        assert after.endswith(text[start:])  # the gzip body: byte for byte
+        head = after[:after.index("  response:")]
+        assert "string: !binary |-\n" in head
+        lines = [line for line in head.splitlines() if line.startswith("        ")]
+        assert {len(line) for line in lines[:-1]} == {8 + 60}
+        body = base64.b64decode("".join(line.strip() for line in lines))
+        assert body == leaky.replace(key.encode(), b"[REDACTED]")
+
+    def test_json_layout_stays(self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A JSON recording keeps its indentation, spacing and escapes; only the token
+        that held the key is written again."""
+        key = _fake_key(3)
+        text = ('{\n    "http_interactions": [ {\n\t"request": {"uri": "https:\\/\\/x.test",'
+                ' "headers": {"X-Api-Key": ["' + key + '"]}},\n'
+                '\t"response": {"body": {"string": "caf\\u00e9"}, "status": {"code": 200}}\n'
+                '    } ],\n    "recorded_with": "VCR 6.2.0"\n}\n')
+        (workdir / "c.json").write_text(text, encoding="utf-8")
+        code, out = scrub(capsys, "--write", "c.json")
+        assert code == 0, out
+        assert (workdir / "c.json").read_text(encoding="utf-8") == \
+            text.replace(key, "[REDACTED]")
+
+    def test_anchors_flow_style_crlf_and_member_names(
+            self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """An anchored value is edited once and its alias stays an alias; a value in a flow
+        mapping is quoted only where the placeholder needs it; CRLF line endings stay; a
+        key held as a member name is replaced in place."""
+        key, other = _fake_key(4), _fake_key(5)
+        text = ("interactions:\r\n- request:\r\n"
+                "    headers: {Authorization: Bearer " + key + ", Accept: '*/*'}\r\n"
+                "    body: &shared 'echo " + other + "'\r\n"
+                "  response: {body: *shared, status: {code: 200}}\r\nversion: 1\r\n")
+        (workdir / "c.yaml").write_bytes(text.encode())
+        (workdir / "m.json").write_text('{"tokens": {"' + key + '": 1}, "n": 2}\n',
+                                        encoding="utf-8")
+        code, out = scrub(capsys, "--write", ".")
+        assert code == 0, out
+        assert (workdir / "c.yaml").read_bytes().decode() == text.replace(
+            "Bearer " + key, "'[REDACTED]'").replace(other, "[REDACTED]")
+        assert (workdir / "m.json").read_text(encoding="utf-8") == \
+            '{"tokens": {"[REDACTED]": 1}, "n": 2}\n'
+
+
+class TestScrubWrites:
+    """--write keeps a file's mode, never replaces a file that changed since it was read
+    and never writes through a link out of the tree it was given."""
+
+    @pytest.mark.parametrize("mode", [0o444, 0o640])
+    def test_mode_is_kept(self, workdir: Path, capsys: pytest.CaptureFixture[str],
+                          mode: int) -> None:
+        """A read-only cassette stays read-only, a group-readable one group-readable."""
+        target = workdir / "c.yaml"
+        target.write_text(leaky_cassette(), encoding="utf-8")
+        target.chmod(mode)
+        code, out = scrub(capsys, "--write", "c.yaml")
+        assert code == 0, out
+        assert FAKE_OPENAI not in target.read_text(encoding="utf-8")
+        assert stat.S_IMODE(target.stat().st_mode) == mode
+
+    @pytest.mark.parametrize("same_size", [False, True])
+    def test_a_file_changed_since_it_was_read_is_refused(
+            self, workdir: Path, capsys: pytest.CaptureFixture[str],
+            monkeypatch: pytest.MonkeyPatch, same_size: bool) -> None:
+        """Someone writes the file after scrub read it: nothing is replaced, the file
+        is named with what to do, exit 2 (also when size and mtime were put back)."""
+        from redactkey.commands import _scrub
+
+        target = workdir / "c.yaml"
+        target.write_text(leaky_cassette(), encoding="utf-8")
+        theirs = leaky_cassette().replace("models", "MODELS" if same_size else "engines")
+        real = _scrub.scrub_one
+
+        def meanwhile(checker: object, one: object) -> object:
+            outcome = real(checker, one)  # type: ignore[arg-type]
+            was = target.stat()
+            target.write_text(theirs, encoding="utf-8")
+            if same_size:
+                os.utime(target, ns=(was.st_atime_ns, was.st_mtime_ns))
+            return outcome
+
+        monkeypatch.setattr(_scrub, "scrub_one", meanwhile)
+        code, out = scrub(capsys, "--write", "c.yaml")
+        assert code == 2, out
+        assert "c.yaml: cannot write: the file changed since scrub read it" in out
+        assert "run scrub again" in out
+        assert target.read_text(encoding="utf-8") == theirs
+        assert sorted(p.name for p in workdir.iterdir()) == [".redactkey.toml", "c.yaml"]
+
+    def test_no_write_through_a_link_out_of_the_tree(
+            self, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A cassette that links out of the tree named is refused and left as it is; a
+        link to a file inside the tree writes that file once and stays a link."""
+        outside = workdir / "elsewhere"
+        outside.mkdir()
+        (outside / "theirs.yaml").write_text(leaky_cassette(), encoding="utf-8")
+        tree = workdir / "tree"
+        tree.mkdir()
+        (tree / "out.yaml").symlink_to(outside / "theirs.yaml")
+        (tree / "ours.yaml").write_text(leaky_cassette(), encoding="utf-8")
+        (tree / "twin.yaml").symlink_to("ours.yaml")
+        code, out = scrub(capsys, "--write", "tree")
+        assert code == 2, out
+        assert "tree/out.yaml is a link to a file outside" in out
+        assert (outside / "theirs.yaml").read_text(encoding="utf-8") == leaky_cassette()
+        assert (tree / "out.yaml").is_symlink()
+        assert (tree / "twin.yaml").is_symlink()
+        assert FAKE_OPENAI not in (tree / "ours.yaml").read_text(encoding="utf-8")
+

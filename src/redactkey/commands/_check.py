@@ -57,6 +57,7 @@ __all__ = [
     "check_one",
     "check_paths",
     "progress_bar",
+    "streams_of",
 ]
 
 # rules that flag a value because of the name it sits under, not because of its shape
@@ -77,7 +78,7 @@ def begin(paths: Sequence[str], command: str, *, strict: bool = False
     return report, found.targets
 
 
-def _streams_of(recording: Recording) -> list[BodyStream]:
+def streams_of(recording: Recording) -> list[BodyStream]:
     """The streamed bodies of a recording (none without interactions, and none in a file
     that neither names a stream's content type nor holds an SSE `data:` line)."""
     if not recording.interactions:
@@ -276,7 +277,7 @@ class Checker:
         """Issues in a parsed JSON/YAML document, at the lines of the file."""
         document = cassette.document
         issues: list[Issue] = []
-        streams = _streams_of(cassette)
+        streams = streams_of(cassette)
         # a streamed body is read event by event (below), not as one text
         held = [(stream, _swap(document, stream.pointer, "")) for stream in streams]
         try:

@@ -1,15 +1,12 @@
 """`redact scrub`: redact existing fixtures and cassettes in place.
 
 A dry run by default: it lists what would change (masked, with lines) and exits 1
-when anything would. `--write` applies the changes atomically (temporary file,
-then rename). Our fixtures are redacted, re-keyed from their redacted key
-material and renamed when their key changes; a rename onto an existing different
-file is refused (named), never forced. Third-party cassettes are rewritten only
-when they hold a finding: JSON with 2-space indentation, YAML through PyYAML's
-safe dumper (binary bodies stay `!!binary`, gzip bodies are recompressed), TOML
-edited in place (tomlkit). Every body is written back the way it was stored: base64,
-nock's hex chunks, gzip; a streamed body (or a stream saved as a file of its own, `.sse`,
-`.ndjson`) event by event, its framing kept byte for byte.
+when anything would. `--write` applies the changes atomically (temporary file, then
+rename), keeping each file's mode; a file that changed since it was read, or that a link
+leads to out of the tree named, is refused. Our fixtures are redacted, re-keyed from
+their redacted key material and renamed when their key changes; a rename onto an
+existing different file is refused (named), never forced. A third-party recording with
+a finding is edited in place (`_inplace`): only the secrets change (decision 0044).
 """
 
 from __future__ import annotations
@@ -20,14 +17,16 @@ import codecs
 import contextlib
 import functools
 import gzip
+import hashlib
+import itertools
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+import re
+import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from .._errors import FixtureFormatError
 from ..fixtures._format import (
@@ -43,28 +42,27 @@ from ..keys._keys import key_from_material
 from ..recordings._cassettes import Recording, load_yaml_raw
 from ..recordings._classify import inner_suffix
 from ..recordings._limits import OverCap, bounded_decompress, bounded_gunzip
-from ..recordings._readers import (
-    STREAM_HINTS,
-    TEXT_DIALECTS,
-    BodyStream,
-    body_streams,
-    file_stream,
-    write_stream,
-)
-from ._check import Checker, CheckerSpec, Target, Unreadable, begin
+from ..recordings._readers import TEXT_DIALECTS, file_stream, header_sites, write_stream
+from ..scan._vocabulary import COOKIE_HEADERS
+from ._check import Checker, CheckerSpec, Target, Unreadable, begin, streams_of
+from ._inplace import NotInPlace, applied, changes_between, edit_in_place, gaps
 from ._issues import InputProblem, Issue, Report, counted
 from ._parallel import Outcome, run_files
 
 _REDACTED_NOTE = "rewritten with the findings redacted"
 # the formats of a stream saved as a file of its own
 STREAM_FILE_KINDS = frozenset({"sse", "ndjson"})
+# `Set-Cookie` attributes: what the cookie is for, never a secret
+_COOKIE_ATTRIBUTES = frozenset({"path", "domain", "expires", "max-age", "samesite", "secure",
+                                "httponly", "partitioned", "priority", "version", "comment"})
 
-__all__ = ["Change", "plan_paths", "plan_target", "scrub_one", "write_change"]
+__all__ = ["Change", "Refused", "plan_paths", "scrub_one", "write_change"]
 
 
 @dataclass
 class Change:
-    """What scrubbing one file does: the findings it removes, the new bytes, a rename."""
+    """What scrubbing one file does: the findings it removes, the new bytes, a rename;
+    `stamp` is the file as it was read (size, mtime, SHA-256), checked before replacing it."""
 
     target: Target
     issues: list[Issue]
@@ -72,10 +70,16 @@ class Change:
     new_path: Path
     notes: list[str] = field(default_factory=list)
     conflict: str | None = None
+    stamp: tuple[int, int, str] | None = None
 
     @property
     def renames(self) -> bool:
         return self.new_path != self.target.path
+
+
+class Refused(OSError):
+    """A write scrub will not make: the file changed since it was read, or a link leads
+    out of the tree named. Nothing was written."""
 
 
 def _redact_fixture_document(checker: Checker, fixture: Fixture) -> Fixture:
@@ -142,7 +146,7 @@ def _plan_store(target: Target, raw: bytes, checker: Checker,
 
 
 def _gzip_pointers(value: Any, pointer: str, found: dict[str, bytes]) -> Any:
-    """Replace gzip bodies by their decompressed bytes, remembering where they were."""
+    """A copy of a raw document with its gzip bodies decompressed, noting where they were."""
     if isinstance(value, bytes):
         if value[:2] == b"\x1f\x8b":
             try:
@@ -159,55 +163,9 @@ def _gzip_pointers(value: Any, pointer: str, found: dict[str, bytes]) -> Any:
     return value
 
 
-def _set(document: Any, pointer: str, compress: Callable[[Any], Any]) -> None:
-    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
-    node = document
-    for token in tokens[:-1]:
-        node = node[int(token)] if isinstance(node, list) else node.get(token)
-        if node is None:
-            return
-    last = tokens[-1] if tokens else None
-    if last is None:
-        return
-    if isinstance(node, list):
-        node[int(last)] = compress(node[int(last)])
-    elif isinstance(node, dict) and last in node:
-        node[last] = compress(node[last])
-
-
-def _gz(value: Any) -> Any:
-    if isinstance(value, str):
-        value = value.encode("utf-8")
-    if isinstance(value, bytes):
-        return gzip.compress(value, mtime=0)
-    return value
-
-
 # rules whose whole value is replaced where it was found (the redactor finds the others
 # by value): header and field values judged by their name
 _BY_NAME = frozenset({"sensitive-key", "cookie", "identifying-header"})
-
-
-def _put(document: Any, pointer: str, value: str) -> None:
-    """Set the string at `pointer` of a raw document to `value` (when it resolves to one)."""
-    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
-    if not tokens:
-        return
-    node = document
-    for token in tokens[:-1]:
-        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        elif isinstance(node, dict) and token in node:
-            node = node[token]
-        else:
-            return
-    last = tokens[-1]
-    if isinstance(node, list) and last.isdigit() and int(last) < len(node):
-        if isinstance(node[int(last)], (str, bytes)):
-            node[int(last)] = value
-    elif isinstance(node, dict) and isinstance(node.get(last), (str, bytes)):
-        node[last] = value
-
 
 _MISSING = object()
 
@@ -233,196 +191,239 @@ def _at(document: Any, pointer: str, value: Any = _MISSING) -> Any:
     return node
 
 
-def _encode_like(raw: Any, plain: str | None, new: str | bytes) -> Any:
-    """`new` encoded the way the body `raw` was (its decoded text being `plain`): bytes stay
-    bytes, gzip'd bytes are gzip'd again, base64 text (of maybe-gzip'd bytes) is base64
-    again, plain text stays text."""
+def _encode_like(raw: Any, new: str | bytes) -> Any:
+    """`new` encoded the way the body `raw` was: bytes stay bytes, gzip'd bytes are gzip'd
+    again, base64 text (of maybe-gzip'd bytes) is base64 again, nock's hex chunks are as
+    many hex chunks again, plain text stays text."""
     data = new.encode("utf-8") if isinstance(new, str) else new
-    if isinstance(raw, list) and _hex_chunks(raw):  # nock's hex chunks, gzip'd or not
+    if isinstance(raw, list):  # nock's hex chunks, gzip'd or not
         inner = bytes.fromhex("".join(raw))
-        return [(gzip.compress(data, mtime=0) if inner[:2] == b"\x1f\x8b" else data).hex()]
-    if isinstance(raw, (bytes, bytearray)):
+        text = (gzip.compress(data, mtime=0) if inner[:2] == b"\x1f\x8b" else data).hex()
+        cuts = list(itertools.accumulate([0, *map(len, raw[:-1])]))
+        return [text[a:b] for a, b in itertools.pairwise([*cuts, None])]
+    if isinstance(raw, bytes):
         return gzip.compress(data, mtime=0) if raw[:2] == b"\x1f\x8b" else data
-    if isinstance(raw, str) and (raw != plain or isinstance(new, bytes)):
-        try:
-            inner = base64.b64decode("".join(raw.split()), validate=True)
-        except (binascii.Error, ValueError):
-            inner = b""
-        if inner[:2] == b"\x1f\x8b":
-            data = gzip.compress(data, mtime=0)
-        if inner or isinstance(new, bytes):
-            return base64.b64encode(data).decode("ascii")
+    inner = _base64(raw) or b"" if isinstance(raw, str) else b""
+    if inner or isinstance(new, bytes):
+        packed = gzip.compress(data, mtime=0) if inner[:2] == b"\x1f\x8b" else data
+        return base64.b64encode(packed).decode("ascii")
     return new
 
 
-def _streams(recording: Recording | None) -> list[BodyStream]:
-    if recording is None or not recording.interactions:
-        return []
-    text = recording.text
-    if "data:" not in text and not any(hint in text for hint in STREAM_HINTS):
-        return []
-    return list(body_streams(recording))
+def _base64(text: str) -> bytes | None:
+    try:
+        return base64.b64decode("".join(text.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
-def _hold_bodies(document: Any, recording: Recording | None, streams: list[BodyStream],
-                 checker: Checker) -> dict[str, Any]:
-    """Take out of a raw document the bodies the general pass cannot rewrite as they are,
-    redacted here, each written back the way it was (`_put_bodies`, after that pass):
-
-    - streamed bodies, event by event (the general pass would rewrite their frames as
-      text), keeping the stream's framing;
-    - bodies held as base64 text (HAR `encoding: base64`, `base64_string`), gzip'd or not:
-      decoded, redacted and encoded again the same way.
-    """
+def _hold_bodies(document: Any, recording: Recording, policy: _Policy) -> dict[str, Any]:
+    """The bodies the general pass cannot redact as they are, redacted here and encoded
+    the way they were (the unchanged ones as they are): streamed bodies event by event,
+    their framing kept; bodies held as base64 text (HAR `encoding: base64`,
+    `base64_string`) or nock's hex chunks, gzip'd or not."""
+    redactor = policy.checker.redactor
     out: dict[str, Any] = {}
-    for stream in streams:
+    for stream in streams_of(recording):
         raw = _at(document, stream.pointer)
-        if raw is _MISSING:
-            continue
-        values = checker.redactor.redact_stream([event.value for event in stream.events])
-        body = write_stream(stream, values, framing=checker.redactor.redact_text)
-        plain = stream.body if isinstance(stream.body, str) else None
-        out[stream.pointer] = raw if body is stream.body else _encode_like(raw, plain, body)
-    for call in recording.interactions if recording is not None else []:
+        if raw is not _MISSING:
+            body = write_stream(stream, redactor.redact_stream([e.value for e in stream.events]),
+                                framing=redactor.redact_text)
+            out[stream.pointer] = raw if body is stream.body else \
+                body if isinstance(stream.body, str) and raw == stream.body else \
+                _encode_like(raw, body)
+    for call in recording.interactions:
         for message in (call.request, call.response):
             pointer = message.body_pointer if message is not None else None
             if message is None or pointer is None or pointer in out:
                 continue
             raw = _at(document, pointer)
-            if recording is not None and recording.format == "nock" and _hex_chunks(raw):
-                text = _hex_text(raw)
+            data: bytes | None = None
+            if recording.format == "nock" and isinstance(raw, list) and raw and \
+                    all(isinstance(chunk, str) for chunk in raw):
+                with contextlib.suppress(ValueError):
+                    data = bytes.fromhex("".join(raw))
             elif isinstance(raw, str) and raw != message.body:
-                text = _base64_text(raw)
-            else:
-                continue
-            if text is None:
-                continue
-            new = checker.redactor.redact_text(text)
-            out[pointer] = raw if new == text else _encode_like(raw, None, new)
-    for pointer in out:
-        _at(document, pointer, None)
+                data = _base64(raw)
+            text = _unzipped_text(data) if data is not None else None
+            if text is not None:
+                new = policy.value(text, redactor.redact_text(text))
+                out[pointer] = raw if new == text else _encode_like(raw, new)
     return out
-
-
-def _hex_chunks(raw: Any) -> bool:
-    """Whether a body is nock's list of hex-encoded chunks."""
-    if not isinstance(raw, list) or not raw or not all(isinstance(c, str) for c in raw):
-        return False
-    try:
-        bytes.fromhex("".join(raw))
-    except ValueError:
-        return False
-    return True
-
-
-def _hex_text(raw: list[str]) -> str | None:
-    """The text nock's hex chunks hold (gunzipped within the shared cap), or None."""
-    return _unzipped_text(bytes.fromhex("".join(raw)))
-
-
-def _base64_text(raw: str) -> str | None:
-    """The text a base64 body holds (gunzipped within the shared cap), or None."""
-    try:
-        data = base64.b64decode("".join(raw.split()), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return _unzipped_text(data)
 
 
 def _unzipped_text(data: bytes) -> str | None:
     """`data` as UTF-8 text, gunzipped first (within the shared cap) if it is gzip."""
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = bounded_gunzip(data)
-        except OverCap:
-            return None
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
+        return (bounded_gunzip(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
+    except (OverCap, UnicodeDecodeError):
         return None
 
 
-def _put_bodies(document: Any, held: dict[str, Any]) -> None:
-    for pointer, value in held.items():
-        _at(document, pointer, value)
+class _Policy:
+    """What scrub writes for each value the redactor changed: the spans it took out and
+    nothing else. A placeholder already there stays; a cookie keeps its attributes; a
+    JSON text keeps its layout (only its strings that changed are written again)."""
+
+    def __init__(self, checker: Checker, cookies: Mapping[str, str]) -> None:
+        self.checker = checker
+        ours = re.escape(checker.redactor.placeholder).replace(
+            re.escape("{label}"), r"[A-Za-z0-9_.:\-]*")
+        self.marks = re.compile(rf"(?:{ours}|\[REDACTED(?::[A-Za-z0-9_.:\-]*)?\])+")
+        self.cookies = cookies  # pointer -> the name of the cookie header there
+
+    def changes(self, before: Any, after: Any, *, outer: bool = True
+                ) -> dict[tuple[str, bool], tuple[Any, Any]]:
+        """(old, new) of every scalar that differs between `before` and `after` (the
+        redactor's output), the new value as scrub writes it."""
+        out = {}
+        for target, (old, new) in changes_between(before, after).items():
+            name = self.cookies.get(target[0]) if outer and not target[1] else None
+            value = self.value(old, new) if name is None or not isinstance(old, str) \
+                else self.cookie(name, old)
+            if value != old:
+                out[target] = (old, value)
+        return out
+
+    def value(self, old: Any, new: Any) -> Any:
+        """`old` with what the redactor took out of it (`new`) taken out, and nothing else."""
+        if isinstance(old, bytes) and isinstance(new, bytes):
+            try:
+                return self.value(old.decode("utf-8"), new.decode("utf-8")).encode("utf-8")
+            except UnicodeDecodeError:
+                return new
+        if not isinstance(old, str) or not isinstance(new, str):
+            return new
+        found = gaps(old, new, self.marks)
+        if found is not None:
+            dismissed = self.checker.dismissed
+            return applied(old, [gap for gap in found if not dismissed("", old[gap[0]:gap[1]])])
+        inner, redacted = _container(old), _container(new)
+        if inner is None or redacted is None:
+            return new
+        with contextlib.suppress(NotInPlace, RecursionError):  # (a deeply nested body)
+            return edit_in_place(old, True, inner, self.changes(inner, redacted, outer=False),
+                                 json.loads, self.marks)
+        return new
+
+    def cookie(self, name: str, value: str) -> str:
+        """A cookie header with each cookie's value replaced, a `Set-Cookie`'s attributes
+        (path, domain, expires, ...) kept; the placeholder alone when what is left still
+        reads as a credential (a header that folds several cookies, say)."""
+        placeholder = self.checker.config.placeholder
+        dismissed = self.checker.dismissed
+        parts = value.split(";")
+        for index, part in enumerate(parts):
+            key, equals, rest = part.partition("=")
+            attribute = index and name.lower() != "cookie" \
+                and key.strip().lower() in _COOKIE_ATTRIBUTES
+            if equals and not attribute and not dismissed("", rest.strip()):
+                parts[index] = key + equals + placeholder
+        out = ";".join(parts)
+        return out if out == value or dismissed("sensitive-key", out) else placeholder
 
 
-def _scrub_toml(text: str, checker: Checker, by_name: list[str]) -> bytes:
-    """A TOML recording with its findings redacted, edited in place with tomlkit: the
-    file's layout, comments and order stay; only the strings that change are written."""
+def _container(text: str) -> Any:
+    """The JSON object or array a text holds, else None."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, (dict, list)) else None
+
+
+def _scrub_document(target: Target, text: str, policy: _Policy, by_name: list[str],
+                    recording: Recording) -> str:
+    """A JSON or YAML recording's text with its findings redacted in place."""
+    is_json = inner_suffix(target.path) in (".json", ".har") or text.lstrip()[:1] in "{["
+    load: Callable[[str], Any] = json.loads
+    try:
+        before = json.loads(text) if is_json else None
+    except ValueError:  # flow-style YAML
+        is_json = False
+    if not is_json:
+        load = functools.partial(load_yaml_raw, target.display)
+        before = load(text)
+    gzipped: dict[str, bytes] = {}
+    plain = _gzip_pointers(before, "", gzipped)
+    held = _hold_bodies(plain, recording, policy)
+    taken = {pointer: _at(plain, pointer, None) for pointer in held}
+    redacted = policy.checker.redactor.redact(plain)
+    for pointer, value in taken.items():
+        _at(plain, pointer, value)
+        _at(redacted, pointer, held[pointer])
+    for pointer in by_name:  # a header judged by its name, which the redactor may not know
+        if isinstance(_at(redacted, pointer), (str, bytes)):
+            _at(redacted, pointer, policy.checker.config.placeholder)
+    changes = policy.changes(plain, redacted)
+    for (pointer, is_name), (_, new) in changes.items():
+        if pointer in gzipped and not is_name:
+            changes[(pointer, is_name)] = (gzipped[pointer], gzip.compress(new, mtime=0))
+    return edit_in_place(text, is_json, before, changes, load, policy.marks)
+
+
+def _scrub_toml(text: str, policy: _Policy, by_name: list[str]) -> str:
+    """A TOML recording edited with tomlkit: its layout, comments and order stay; only the
+    strings that change are written."""
     import tomlkit
 
     document = tomlkit.parse(text)
     plain = json.loads(json.dumps(document.unwrap(), default=str))  # dates as text
-    redacted = checker.redactor.redact(plain)
+    redacted = policy.checker.redactor.redact(plain)
     for pointer in by_name:
-        _put(redacted, pointer, checker.config.placeholder)
-    _merge_strings(document, plain, redacted)
-    return tomlkit.dumps(document).encode("utf-8")
+        if isinstance(_at(redacted, pointer), str):
+            _at(redacted, pointer, policy.checker.config.placeholder)
+    for (pointer, is_name), (_, value) in policy.changes(plain, redacted).items():
+        if is_name:
+            raise NotInPlace(pointer)
+        _at(document, pointer, value)
+    return tomlkit.dumps(document)
 
 
-def _merge_strings(node: Any, before: Any, after: Any) -> None:
-    """Write into the tomlkit `node` every string of `after` that differs from `before`."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        keys: list[Any] = list(before)
-    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
-        keys = list(range(len(before)))
-    else:
-        return
-    for key in keys:
-        old, new = before[key], after[key] if not isinstance(after, dict) else after.get(key)
-        if isinstance(old, str):
-            if isinstance(new, str) and new != old:
-                node[key] = new
-        else:
-            _merge_strings(node[key], old, new)
+def _encoded(text: str, raw: bytes) -> bytes:
+    """`text` written the way the file `raw` was: gzip'd if it was, with its byte-order
+    mark, in UTF-8 (or Latin-1, for a file that was not UTF-8)."""
+    inner = bounded_decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    try:
+        inner.decode("utf-8")
+        data = (codecs.BOM_UTF8 if inner.startswith(codecs.BOM_UTF8) else b"") \
+            + text.encode("utf-8")
+    except UnicodeDecodeError:  # read as latin-1: written the same way
+        data = text.encode("latin-1", errors="replace")
+    return gzip.compress(data, mtime=0) if raw[:2] == b"\x1f\x8b" else data
 
 
-def _plan_third_party(target: Target, text: str, checker: Checker,
-                      issues: list[Issue], *,
-                      recording: Recording | None = None) -> Change | None:
+def _plan_third_party(target: Target, raw: bytes, checker: Checker, issues: list[Issue],
+                      recording: Recording) -> Change | None:
     if not issues:
         return None
-    if recording is not None and recording.format in TEXT_DIALECTS:
+    if recording.format in TEXT_DIALECTS:
         raise FixtureFormatError(target.display, f"the {recording.format} dialect is read "
                                  "but not rewritten by scrub: replace the secret by hand or "
                                  "record the calls again")
-    streams = _streams(recording)
-    redactor = checker.redactor
-    placeholder = checker.config.placeholder
-    suffix = inner_suffix(target.path)
-    by_name = [issue.pointer for issue in issues if issue.rule in _BY_NAME and issue.pointer]
-    if suffix == ".toml":
-        data = _scrub_toml(text, checker, by_name)
-    elif suffix in (".json", ".har") or text.lstrip()[:1] in ("{", "["):
-        document = json.loads(text)
-        for pointer in by_name:  # before any reshaping: the pointers are the file's
-            _put(document, pointer, placeholder)
-        held = _hold_bodies(document, recording, streams, checker)
-        redacted = redactor.redact(document)
-        _put_bodies(redacted, held)
-        data = (json.dumps(redacted, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    else:
-        raw = load_yaml_raw(target.display, text)
-        gzipped: dict[str, bytes] = {}
-        plain = _gzip_pointers(raw, "", gzipped)
-        held = _hold_bodies(plain, recording, streams, checker)
-        redacted = redactor.redact(plain)
-        _put_bodies(redacted, held)
-        for pointer in by_name:
-            _put(redacted, pointer, placeholder)
-        for pointer in gzipped:
-            _set(redacted, pointer, _gz)
-        dumped = yaml.safe_dump(redacted, sort_keys=False, allow_unicode=True,
-                                default_flow_style=False, width=1000,
-                                explicit_start=text.startswith("---"))
-        data = dumped.encode("utf-8")
-    if target.path.read_bytes()[:2] == b"\x1f\x8b":
-        data = gzip.compress(data, mtime=0)  # a gzip'd recording stays gzip'd
-    return Change(target, issues, data, target.path, [_REDACTED_NOTE])
+    sites = list(header_sites(recording))
+    cookies = {pointer: name for name, _, pointer in sites if name.lower() in COOKIE_HEADERS}
+    shown = {checker.masked_pointer(pointer): pointer for _, _, pointer in sites}
+    by_name = [shown.get(issue.pointer, issue.pointer) for issue in issues
+               if issue.rule in _BY_NAME and issue.pointer]
+    policy = _Policy(checker, cookies)
+    text = recording.text
+    try:
+        new = _scrub_toml(text, policy, by_name) if inner_suffix(target.path) == ".toml" \
+            else _scrub_document(target, text, policy, by_name, recording)
+    except NotInPlace as exc:
+        return Change(target, issues, b"", target.path, conflict=(
+            f"cannot be rewritten in place at {checker.masked_pointer(exc.pointer)}: "
+            "edit the file by hand"))
+    if new == text:
+        return Change(target, issues, b"", target.path,
+                      conflict="the redactor finds nothing to take out: edit the file by hand")
+    return Change(target, issues, _encoded(new, raw), target.path, [_REDACTED_NOTE])
 
 
-def _plan_stream_file(target: Target, text: str, checker: Checker,
+def _plan_stream_file(target: Target, raw: bytes, text: str, checker: Checker,
                       issues: list[Issue]) -> Change | None:
     """A stream saved as a file of its own (`.sse`, `.ndjson`, `.jsonl`): redacted event by
     event (a key split across events included) and its framing lines as text; every byte
@@ -440,67 +441,71 @@ def _plan_stream_file(target: Target, text: str, checker: Checker,
         return Change(target, issues, b"", target.path,
                       conflict="the redactor finds nothing to take out of the events: "
                                "edit the file by hand")
-    raw = target.path.read_bytes()
-    inner = bounded_decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-    try:
-        inner.decode("utf-8")
-        bom = codecs.BOM_UTF8 if inner.startswith(codecs.BOM_UTF8) else b""
-        data = bom + body.encode("utf-8")
-    except UnicodeDecodeError:  # read as latin-1: written the same way
-        data = body.encode("latin-1", errors="replace")
-    if raw[:2] == b"\x1f\x8b":
-        data = gzip.compress(data, mtime=0)  # a gzip'd stream stays gzip'd
-    return Change(target, issues, data, target.path, [_REDACTED_NOTE])
-
-
-def plan_target(target: Target, checker: Checker) -> Change | None:
-    """The change scrubbing `target` would make, or None; `FixtureFormatError` if it cannot
-    be opened, `Unreadable` if it is over a cap or corrupt."""
-    return _plan(target, checker)[0]
+    return Change(target, issues, _encoded(body, raw), target.path, [_REDACTED_NOTE])
 
 
 def _plan(target: Target, checker: Checker) -> tuple[Change | None, str, list[Issue]]:
-    """(the change, the format read, the `unreadable-file` findings of parts not read)."""
-    change, fmt, issues = _plan_parts(target, checker)
+    """(the change, the format read, the `unreadable-file` findings of parts not read); the
+    change holds the file's stamp as it was read."""
+    before = os.stat(target.path)
+    issues, cassette = checker.check_target(target)
+    raw = target.path.read_bytes()
+    found = [i for i in issues if i.level != "note" and i.rule != "unreadable-file"
+             and not checker.allowlisted(i)]
+    fmt = "text" if cassette is None else cassette.format
+    if cassette is None:
+        change = Change(target, found, b"", target.path,
+                        conflict="not JSON or YAML: edit the file by hand") if found else None
+    elif fmt in STREAM_FILE_KINDS:
+        change = _plan_stream_file(target, raw, cassette.text, checker, found)
+    elif fmt == "fixture":
+        change = _plan_fixture(target, raw, checker, found)
+    elif fmt == "store":
+        change = _plan_store(target, raw, checker, found)
+    else:
+        change = _plan_third_party(target, raw, checker, found, cassette)
+    if change is not None:
+        change.stamp = _stamp(target.path, raw)
+        if change.stamp[:2] != (before.st_size, before.st_mtime_ns):
+            raise Refused(0, "changed while scrub read it; run scrub again")
     return change, fmt, [i for i in issues if i.rule == "unreadable-file"]
 
 
-def _plan_parts(target: Target, checker: Checker) -> tuple[Change | None, str, list[Issue]]:
-    issues, cassette = checker.check_target(target)
-    secret_issues = [i for i in issues if i.level != "note" and i.rule != "unreadable-file"
-                     and not checker.allowlisted(i)]
-    if cassette is None:
-        if secret_issues:
-            return Change(target, secret_issues, b"", target.path,
-                          conflict="not JSON or YAML: edit the file by hand"), "text", issues
-        return None, "text", issues
-    if cassette.format in STREAM_FILE_KINDS:
-        return (_plan_stream_file(target, cassette.text, checker, secret_issues),
-                cassette.format, issues)
-    raw = target.path.read_bytes()
-    if cassette.format == "fixture":
-        return _plan_fixture(target, raw, checker, secret_issues), cassette.format, issues
-    if cassette.format == "store":
-        return _plan_store(target, raw, checker, secret_issues), cassette.format, issues
-    return (_plan_third_party(target, cassette.text, checker, secret_issues,
-                              recording=cassette),
-            cassette.format, issues)
+def _stamp(path: Path, data: bytes) -> tuple[int, int, str]:
+    """A file as read: size and mtime now, and the SHA-256 of the bytes read."""
+    now = os.stat(path)
+    return now.st_size, now.st_mtime_ns, hashlib.sha256(data).hexdigest()
 
 
-def write_change(change: Change, checker: Checker) -> list[Issue]:
-    """Apply a change atomically; returns the findings still present afterwards."""
-    atomic_write(change.new_path, change.data)
+def write_change(change: Change, checker: Checker, root: Path | None = None) -> list[Issue]:
+    """Apply a change atomically, keeping the file's mode; returns the findings still
+    present afterwards. The file is written where it really is, and `Refused` (nothing
+    written) when that is outside `root` (a link out of the tree named) or the file
+    changed since it was read."""
+    source = Path(os.path.realpath(change.target.path))
+    if root is not None and not source.is_relative_to(root):
+        raise Refused(0, f"cannot write: {change.target.path} is a link to a file outside "
+                         f"{root}; scrub that file where it is")
+    new_path = source.parent / change.new_path.name
+    mode = stat.S_IMODE(os.stat(source).st_mode)
+
+    def unchanged() -> None:
+        if change.stamp is not None and _stamp(source, source.read_bytes()) != change.stamp:
+            raise Refused(0, "cannot write: the file changed since scrub read it; nothing "
+                             "was written, run scrub again")
+
+    atomic_write(new_path, change.data, mode=mode, before_replace=unchanged)
     if change.renames:
         try:
-            os.unlink(change.target.path)
+            os.unlink(source)
         except OSError:
             # keep the old state whole: never both the old and the renamed file
             with contextlib.suppress(OSError):
-                os.unlink(change.new_path)
+                os.unlink(new_path)
             raise
-    after = Target(change.new_path, change.target.display if not change.renames else
-                   change.target.display.rsplit("/", 1)[0] + "/" + change.new_path.name
-                   if "/" in change.target.display else change.new_path.name)
+    after = Target(new_path, change.target.display if not change.renames else
+                   change.target.display.rsplit("/", 1)[0] + "/" + new_path.name
+                   if "/" in change.target.display else new_path.name)
     remaining, _ = checker.check_target(after)
     return [i for i in remaining if i.level == "error" and not checker.allowlisted(i)]
 
@@ -532,6 +537,20 @@ def _scrub_work(spec: CheckerSpec) -> Callable[[Target], Outcome]:
     return functools.partial(scrub_one, spec.build())
 
 
+def _roots(paths: Sequence[str]) -> Callable[[Path], Path]:
+    """The real directory of the tree each file was named under: the path named, or the
+    directory of a file named."""
+    named = [(Path(raw), Path(os.path.realpath(raw if os.path.isdir(raw)
+                                                else os.path.dirname(raw) or ".")))
+             for raw in paths]
+
+    def root(path: Path) -> Path:
+        return next((real for given, real in named if path == given or given in path.parents),
+                    Path(os.path.realpath(path.parent)))
+
+    return root
+
+
 def plan_paths(
     paths: Sequence[str],
     checker: Checker,
@@ -547,6 +566,8 @@ def plan_paths(
                             strict=checker.strict)
     factory = functools.partial(_scrub_work, checker.spec) if checker.spec is not None \
         else None
+    root_of = _roots(paths)
+    written: dict[str, str] = {}  # real path -> the name it was scrubbed under
     for outcome in run_files(targets, functools.partial(scrub_one, checker), jobs=jobs,
                              factory=factory, progress=progress):
         if outcome.unreadable is not None:
@@ -570,19 +591,27 @@ def plan_paths(
             report.issues.extend(change.issues or [Issue(display, 1, "key-mismatch",
                                                          detail=change.conflict)])
             continue
-        if write:
-            try:
-                remaining = write_change(change, checker)
-            except OSError as exc:
-                report.problems.append(InputProblem(
-                    display,
-                    f"cannot write: {exc.strerror or exc}; the file was left unchanged, make "
-                    "its directory writable and run again"))
-                continue
-            report.issues.extend(remaining)
-            echo(_one_line(display, "scrubbed", change, remaining))
-        else:
+        if not write:
             echo(_one_line(display, "would scrub", change, []))
             report.issues.extend(change.issues or [Issue(display, 1, "not-canonical",
                                                          detail="; ".join(change.notes))])
+            continue
+        real = os.path.realpath(change.target.path)
+        if real in written:  # a link to a file scrubbed already
+            echo(f"{display}: scrubbed as {written[real]}")
+            continue
+        try:
+            remaining = write_change(change, checker, root_of(change.target.path))
+        except Refused as exc:
+            report.problems.append(InputProblem(display, str(exc.strerror)))
+            continue
+        except OSError as exc:
+            report.problems.append(InputProblem(
+                display,
+                f"cannot write: {exc.strerror or exc}; the file was left unchanged, make "
+                "its directory writable and run again"))
+            continue
+        written[real] = display
+        report.issues.extend(remaining)
+        echo(_one_line(display, "scrubbed", change, remaining))
     return report
