@@ -356,3 +356,49 @@ class TestScrubWrites:
         assert (tree / "twin.yaml").is_symlink()
         assert FAKE_OPENAI not in (tree / "ours.yaml").read_text(encoding="utf-8")
 
+
+_MEASURED = """\
+import resource, sys
+from redactkey.commands._cli import main
+
+main(["scrub", sys.argv[2]])  # imports, compiled rules: what every run pays first
+before = resource.getrusage(resource.RUSAGE_SELF)
+code = main(["scrub", "--write", sys.argv[1]])
+after = resource.getrusage(resource.RUSAGE_SELF)
+cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+print("MEASURED", code, cpu, (after.ru_maxrss - before.ru_maxrss) // 1024, file=sys.stderr)
+"""
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    """A billion-laughs document: 9 levels of 9 aliases (9^9 strings once expanded)."""
+    lines = ["l0: &l0 [" + ", ".join(["lol"] * 9) + "]"]
+    lines += [f"l{n}: &l{n} [" + ", ".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("shape", ["plain", "vcrpy"])
+def test_alias_bomb_is_refused_at_once(tmp_path: Path, shape: str) -> None:
+    """`scrub --write` on a billion-laughs YAML (alone, or as a cassette's body) refuses
+    it in under a second of CPU and a few MB, the whole command measured in a process of
+    its own; the file is left as it was."""
+    import subprocess
+    import sys
+
+    bomb = _alias_bomb()
+    if shape == "vcrpy":
+        inner = "".join(f"      {line}\n" for line in bomb.splitlines())
+        bomb = ("interactions:\n- request:\n    method: GET\n    uri: https://x.test/\n"
+                "  response:\n    body:\n" + inner + "    status: {code: 200}\nversion: 1\n")
+    target = tmp_path / "bomb.yaml"
+    target.write_text(bomb, encoding="utf-8")
+    (tmp_path / "warm.yaml").write_text(leaky_cassette(), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", _MEASURED, str(target),
+                           str(tmp_path / "warm.yaml")],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    code, cpu, grown_mb = done.stderr.split("MEASURED")[1].split()[:3]
+    assert int(code) in (0, 1)
+    assert float(cpu) < 1.0, f"{cpu} s of CPU"
+    assert int(grown_mb) < 16, f"{grown_mb} MB more"
+    assert target.read_text(encoding="utf-8") == bomb
