@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import ROOT
 from redactkey.commands._cli import main
 from redactkey.fixtures._format import Fixture
 from redactkey.fixtures._store import FixtureDir, kind_for_file_name
@@ -290,6 +291,19 @@ class TestScrubKeepsTheRest:
         assert (workdir / "m.json").read_text(encoding="utf-8") == \
             '{"tokens": {"[REDACTED]": 1}, "n": 2}\n'
 
+    def test_a_key_split_across_stream_events(self, workdir: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+        """A streamed body in a literal block stays a block: only the events that held the
+        key change (the rest of a split key is taken out of the event that held it)."""
+        source = ROOT / "tests" / "data" / "formats" / "sse-leaky.yaml"
+        text = source.read_text(encoding="utf-8")
+        (workdir / "s.yaml").write_text(text, encoding="utf-8")
+        code, out = scrub(capsys, "--write", "s.yaml")
+        assert code == 0, out
+        changed = _changed_lines(text, (workdir / "s.yaml").read_text(encoding="utf-8"))
+        assert [new.split('"content":')[1] for _, new in changed] == [
+            '"Use [REDACTED]"}}]}', '""}}]}', '" or [REDACTED]."}}]}']
+
 
 class TestScrubWrites:
     """--write keeps a file's mode, never replaces a file that changed since it was read
@@ -359,6 +373,7 @@ class TestScrubWrites:
 
 _MEASURED = """\
 import resource, sys
+from conftest import ROOT
 from redactkey.commands._cli import main
 
 main(["scrub", sys.argv[2]])  # imports, compiled rules: what every run pays first

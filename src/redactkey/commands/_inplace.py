@@ -146,13 +146,13 @@ def _spans(text: str, start: int, end: int, style: str, old: Any, new: Any,
     found in the scalar's source `text[start:end]` (the same occurrence of its text)."""
     if not isinstance(old, str) or not isinstance(new, str):
         return None
-    found = gaps(old, new, marks)
+    found = gaps(old, new, marks) or _line_edits(old, new)
     if not found:
         return None
     out: list[_Edit] = []
     for at, stop, placeholder in found:
         piece = old[at:stop]
-        if old.count(piece) != text.count(piece, start, end):
+        if not piece or old.count(piece) != text.count(piece, start, end):
             return None  # escaped or folded in the source: the scalar is written whole
         place = text.find(piece, start, end)
         for _ in range(old.count(piece, 0, at)):
@@ -165,6 +165,29 @@ def _spans(text: str, start: int, end: int, style: str, old: Any, new: Any,
     if style in ("", "{") and not _plain(applied(text[start:end], out), style):
         return None
     return [(a + start, b + start, piece) for a, b, piece in out]
+
+
+def _line_edits(old: str, new: str) -> list[_Edit] | None:
+    """The middle of each line that differs, for texts of as many lines (a stream whose
+    events changed: the rest of a key split across events is taken out, not replaced)."""
+    before, after = old.split("\n"), new.split("\n")
+    if len(before) != len(after):
+        return None
+    out: list[_Edit] = []
+    at = 0
+    for line, changed in zip(before, after, strict=True):
+        if line != changed:
+            head = _common(line, changed)
+            tail = _common(line[head:][::-1], changed[head:][::-1])
+            out.append((at + head, at + len(line) - tail, changed[head:len(changed) - tail]))
+        at += len(line) + 1
+    return out
+
+
+def _common(a: str, b: str) -> int:
+    """The length of the longest common prefix of two texts."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                min(len(a), len(b)))
 
 
 def _plain(source: str, style: str) -> bool:
