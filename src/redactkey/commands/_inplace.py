@@ -20,7 +20,8 @@ import yaml
 
 from ..keys._canonical import pointer_join
 
-__all__ = ["NotInPlace", "Target", "applied", "changes_between", "edit_in_place", "gaps"]
+__all__ = ["NotInPlace", "Target", "applied", "changes_between", "edit_in_place", "gaps",
+           "json_container"]
 
 Target = tuple[str, bool]  # (JSON pointer, whether it is the member name at it)
 _Edit = tuple[int, int, str]  # (start, end, text) in the file's text
@@ -100,6 +101,17 @@ def gaps(old: str, new: str, marks: re.Pattern[str]) -> list[_Edit] | None:
             out.append((start, end, run.group()))
         start = end + len(literal)
     return out
+
+
+def json_container(text: str) -> Any:
+    """The JSON object or array a text holds, else None."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, (dict, list)) else None
 
 
 def edit_in_place(text: str, is_json: bool, before: Any,

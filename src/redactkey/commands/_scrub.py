@@ -37,7 +37,6 @@ from ..fixtures._format import (
     parse_fixture,
 )
 from ..fixtures._store import FixtureDir, atomic_write, parse_file_name
-from ..keys._canonical import pointer_join
 from ..keys._keys import key_from_material
 from ..recordings._cassettes import Recording, load_yaml_raw
 from ..recordings._classify import inner_suffix
@@ -45,7 +44,14 @@ from ..recordings._limits import OverCap, bounded_decompress, bounded_gunzip
 from ..recordings._readers import TEXT_DIALECTS, file_stream, header_sites, write_stream
 from ..scan._vocabulary import COOKIE_HEADERS
 from ._check import Checker, CheckerSpec, Target, Unreadable, begin, streams_of
-from ._inplace import NotInPlace, applied, changes_between, edit_in_place, gaps
+from ._inplace import (
+    NotInPlace,
+    applied,
+    changes_between,
+    edit_in_place,
+    gaps,
+    json_container,
+)
 from ._issues import InputProblem, Issue, Report, counted
 from ._parallel import Outcome, run_files
 
@@ -145,24 +151,6 @@ def _plan_store(target: Target, raw: bytes, checker: Checker,
     return Change(target, issues, data, target.path, ["entries redacted and re-keyed"])
 
 
-def _gzip_pointers(value: Any, pointer: str, found: dict[str, bytes]) -> Any:
-    """A copy of a raw document with its gzip bodies decompressed, noting where they were."""
-    if isinstance(value, bytes):
-        if value[:2] == b"\x1f\x8b":
-            try:
-                plain = bounded_gunzip(value)  # the shared cap: a bomb stays compressed
-            except OverCap:
-                return bytes(value)
-            found[pointer] = value
-            return plain
-        return bytes(value)
-    if isinstance(value, dict):
-        return {k: _gzip_pointers(v, pointer_join(pointer, k), found) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_gzip_pointers(v, pointer_join(pointer, i), found) for i, v in enumerate(value)]
-    return value
-
-
 # rules whose whole value is replaced where it was found (the redactor finds the others
 # by value): header and field values judged by their name
 _BY_NAME = frozenset({"sensitive-key", "cookie", "identifying-header"})
@@ -220,8 +208,8 @@ def _base64(text: str) -> bytes | None:
 def _hold_bodies(document: Any, recording: Recording, policy: _Policy) -> dict[str, Any]:
     """The bodies the general pass cannot redact as they are, redacted here and encoded
     the way they were (the unchanged ones as they are): streamed bodies event by event,
-    their framing kept; bodies held as base64 text (HAR `encoding: base64`,
-    `base64_string`) or nock's hex chunks, gzip'd or not."""
+    their framing kept; bodies held as bytes, as base64 text (HAR `encoding: base64`,
+    `base64_string`) or as nock's hex chunks, gzip'd or not."""
     redactor = policy.checker.redactor
     out: dict[str, Any] = {}
     for stream in streams_of(recording):
@@ -245,6 +233,8 @@ def _hold_bodies(document: Any, recording: Recording, policy: _Policy) -> dict[s
                     data = bytes.fromhex("".join(raw))
             elif isinstance(raw, str) and raw != message.body:
                 data = _base64(raw)
+            elif isinstance(raw, bytes):  # a YAML `!!binary` body, maybe gzip'd
+                data = raw
             text = _unzipped_text(data) if data is not None else None
             if text is not None:
                 new = policy.value(text, redactor.redact_text(text))
@@ -265,12 +255,22 @@ class _Policy:
     nothing else. A placeholder already there stays; a cookie keeps its attributes; a
     JSON text keeps its layout (only its strings that changed are written again)."""
 
-    def __init__(self, checker: Checker, cookies: Mapping[str, str]) -> None:
+    def __init__(self, checker: Checker, cookies: Mapping[str, str], by_name: list[str]
+                 ) -> None:
         self.checker = checker
+        self.by_name = by_name  # headers judged by their name, which the redactor may not know
         ours = re.escape(checker.redactor.placeholder).replace(
             re.escape("{label}"), r"[A-Za-z0-9_.:\-]*")
         self.marks = re.compile(rf"(?:{ours}|\[REDACTED(?::[A-Za-z0-9_.:\-]*)?\])+")
         self.cookies = cookies  # pointer -> the name of the cookie header there
+
+    def redacted(self, plain: Any) -> Any:
+        """The redactor's output, the values judged by their name replaced whole."""
+        out = self.checker.redactor.redact(plain)
+        for pointer in self.by_name:
+            if isinstance(_at(out, pointer), (str, bytes)):
+                _at(out, pointer, self.checker.config.placeholder)
+        return out
 
     def changes(self, before: Any, after: Any, *, outer: bool = True
                 ) -> dict[tuple[str, bool], tuple[Any, Any]]:
@@ -298,7 +298,7 @@ class _Policy:
         if found is not None:
             dismissed = self.checker.dismissed
             return applied(old, [gap for gap in found if not dismissed("", old[gap[0]:gap[1]])])
-        inner, redacted = _container(old), _container(new)
+        inner, redacted = json_container(old), json_container(new)
         if inner is None or redacted is None:
             return new
         with contextlib.suppress(NotInPlace, RecursionError):  # (a deeply nested body)
@@ -323,19 +323,7 @@ class _Policy:
         return out if out == value or dismissed("sensitive-key", out) else placeholder
 
 
-def _container(text: str) -> Any:
-    """The JSON object or array a text holds, else None."""
-    if text.lstrip()[:1] not in ("{", "["):
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, (dict, list)) else None
-
-
-def _scrub_document(target: Target, text: str, policy: _Policy, by_name: list[str],
-                    recording: Recording) -> str:
+def _scrub_document(target: Target, text: str, policy: _Policy, recording: Recording) -> str:
     """A JSON or YAML recording's text with its findings redacted in place."""
     is_json = inner_suffix(target.path) in (".json", ".har") or text.lstrip()[:1] in "{["
     load: Callable[[str], Any] = json.loads
@@ -346,36 +334,24 @@ def _scrub_document(target: Target, text: str, policy: _Policy, by_name: list[st
     if not is_json:
         load = functools.partial(load_yaml_raw, target.display)
         before = load(text)
-    gzipped: dict[str, bytes] = {}
-    plain = _gzip_pointers(before, "", gzipped)
-    held = _hold_bodies(plain, recording, policy)
-    taken = {pointer: _at(plain, pointer, None) for pointer in held}
-    redacted = policy.checker.redactor.redact(plain)
+    held = _hold_bodies(before, recording, policy)
+    taken = {pointer: _at(before, pointer, None) for pointer in held}
+    redacted = policy.redacted(before)
     for pointer, value in taken.items():
-        _at(plain, pointer, value)
+        _at(before, pointer, value)
         _at(redacted, pointer, held[pointer])
-    for pointer in by_name:  # a header judged by its name, which the redactor may not know
-        if isinstance(_at(redacted, pointer), (str, bytes)):
-            _at(redacted, pointer, policy.checker.config.placeholder)
-    changes = policy.changes(plain, redacted)
-    for (pointer, is_name), (_, new) in changes.items():
-        if pointer in gzipped and not is_name:
-            changes[(pointer, is_name)] = (gzipped[pointer], gzip.compress(new, mtime=0))
-    return edit_in_place(text, is_json, before, changes, load, policy.marks)
+    return edit_in_place(text, is_json, before, policy.changes(before, redacted), load,
+                         policy.marks)
 
 
-def _scrub_toml(text: str, policy: _Policy, by_name: list[str]) -> str:
+def _scrub_toml(text: str, policy: _Policy) -> str:
     """A TOML recording edited with tomlkit: its layout, comments and order stay; only the
     strings that change are written."""
     import tomlkit
 
     document = tomlkit.parse(text)
     plain = json.loads(json.dumps(document.unwrap(), default=str))  # dates as text
-    redacted = policy.checker.redactor.redact(plain)
-    for pointer in by_name:
-        if isinstance(_at(redacted, pointer), str):
-            _at(redacted, pointer, policy.checker.config.placeholder)
-    for (pointer, is_name), (_, value) in policy.changes(plain, redacted).items():
+    for (pointer, is_name), (_, value) in policy.changes(plain, policy.redacted(plain)).items():
         if is_name:
             raise NotInPlace(pointer)
         _at(document, pointer, value)
@@ -408,11 +384,11 @@ def _plan_third_party(target: Target, raw: bytes, checker: Checker, issues: list
     shown = {checker.masked_pointer(pointer): pointer for _, _, pointer in sites}
     by_name = [shown.get(issue.pointer, issue.pointer) for issue in issues
                if issue.rule in _BY_NAME and issue.pointer]
-    policy = _Policy(checker, cookies)
+    policy = _Policy(checker, cookies, by_name)
     text = recording.text
     try:
-        new = _scrub_toml(text, policy, by_name) if inner_suffix(target.path) == ".toml" \
-            else _scrub_document(target, text, policy, by_name, recording)
+        new = _scrub_toml(text, policy) if inner_suffix(target.path) == ".toml" \
+            else _scrub_document(target, text, policy, recording)
     except NotInPlace as exc:
         return Change(target, issues, b"", target.path, conflict=(
             f"cannot be rewritten in place at {checker.masked_pointer(exc.pointer)}: "
