@@ -373,7 +373,6 @@ class TestScrubWrites:
 
 _MEASURED = """\
 import resource, sys
-from conftest import ROOT
 from redactkey.commands._cli import main
 
 main(["scrub", sys.argv[2]])  # imports, compiled rules: what every run pays first
@@ -392,6 +391,8 @@ def _alias_bomb(levels: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.xfail(strict=True, reason="needs the YAML loader's alias guard (aliases "
+                   "counted while composing); remove this mark when it is in")
 @pytest.mark.parametrize("shape", ["plain", "vcrpy"])
 def test_alias_bomb_is_refused_at_once(tmp_path: Path, shape: str) -> None:
     """`scrub --write` on a billion-laughs YAML (alone, or as a cassette's body) refuses
