@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import random
+import subprocess
+import sys
 import threading
+import time
 import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from redactkey.commands._issues import Report
 
-__all__ = ["AUDIT_ONLY_RULES", "ChangingProvider", "assert_one_answer", "chat_answer",
-           "chat_chunks", "checksummed_token"]
+__all__ = ["AUDIT_ONLY_RULES", "ChangingProvider", "Measured", "assert_one_answer",
+           "billion_laughs", "bomb_cassette", "chat_answer", "chat_chunks",
+           "checksummed_token", "run_measured", "write_recording"]
 
 # rules about a fixture tree rather than a value: the audit's alone
 AUDIT_ONLY_RULES = frozenset({
@@ -155,3 +162,92 @@ class ChangingProvider:
         assert self._server is not None
         self._server.shutdown()
         self._server.server_close()
+
+
+# -- hostile and large inputs (tests/test_bounds.py, tests/benchmarks/bench_large_files.py)
+
+_MEASURE = (
+    "import resource, sys\n"
+    "from redactkey.commands._cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "peak = max(resource.getrusage(who).ru_maxrss for who in "
+    "(resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
+    "sys.stderr.write(f'\\npeak-rss-kb {peak}\\n')\n"
+    "sys.exit(code)\n"
+)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A whole command run in a subprocess: its exit code, output, wall time and the
+    peak resident memory of its process and its workers."""
+
+    code: int
+    out: str
+    err: str
+    seconds: float
+    peak_mb: float
+
+
+def run_measured(args: list[str], cwd: Path, timeout: float = 600) -> Measured:
+    """Run `redact ARGS` in a fresh interpreter and measure it (peak RSS from inside, by
+    `getrusage`, so other processes of the test run do not count)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _MEASURE, *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    seconds = time.perf_counter() - started
+    err, _, peak = done.stderr.rpartition("\npeak-rss-kb ")
+    return Measured(done.returncode, done.stdout, err, seconds, int(peak or 0) / 1024)
+
+
+def billion_laughs(levels: int = 9) -> str:
+    """A YAML alias bomb: a few hundred bytes that build 10**levels strings."""
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for level in range(1, levels):
+        name, last = chr(ord("a") + level), chr(ord("a") + level - 1)
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{last}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def bomb_cassette(levels: int = 9) -> str:
+    """A vcrpy cassette whose one response carries a billion laughs."""
+    bomb = "".join(f"      {line}\n" for line in billion_laughs(levels).splitlines())
+    return ("interactions:\n- request:\n    method: GET\n    uri: https://api.example.com/\n"
+            "    headers: {}\n    body: null\n  response:\n    status: {code: 200, message: OK}\n"
+            "    headers: {}\n    body:\n      string: hi\n    extra:\n" + bomb + "version: 1\n")
+
+
+def write_recording(path: Path, size: int, secret: str, *, fmt: str = "json",
+                    seed: int = 0) -> int:
+    """A vcrpy-shaped cassette of about `size` bytes written interaction by interaction
+    (never held whole), one interaction per line; the one near the middle sends `secret`
+    in its request body. Returns the line `secret` is on. `fmt`: `json` or `yaml`."""
+    rng = random.Random(seed)
+    count = 0
+    planted = 0
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write('{"interactions": [\n' if fmt == "json" else "interactions:\n")
+        written = 0
+        line = 2
+        while written < size:
+            text = base64.b64encode(rng.randbytes(1500)).decode("ascii")
+            content = secret if not planted and written >= size // 2 else text[:60]
+            body = json.dumps({"model": "gpt-4o", "messages": [
+                {"role": "user", "content": content}, {"role": "assistant", "content": text}]})
+            item = {"request": {"method": "POST", "uri": "https://api.openai.com/v1/chat",
+                                "headers": {"authorization": ["[REDACTED]"],
+                                            "content-type": ["application/json"]},
+                                "body": body},
+                    "response": {"status": {"code": 200, "message": "OK"},
+                                 "headers": {"content-type": ["application/json"]},
+                                 "body": {"string": json.dumps({"embedding": text[:900]})}}}
+            if content == secret:
+                planted = line
+            row = json.dumps(item)
+            row = (",\n" if count else "") + row if fmt == "json" else f"- {row}\n"
+            handle.write(row)
+            written += len(row)
+            count += 1
+            line += 1
+        handle.write('\n], "version": 1}\n' if fmt == "json" else "version: 1\n")
+    return planted

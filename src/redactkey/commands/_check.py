@@ -25,8 +25,10 @@ from ..recordings._classify import (
     RECORDING_SUFFIXES,
     Target,
     Unreadable,
+    is_large,
     looks_like_recording,
     open_target,
+    too_large,
     walk,
 )
 from ..recordings._readers import (
@@ -138,11 +140,13 @@ class CheckerSpec:
     normalise: bool = True
     strict: bool = False
     tagging: bool = False
+    pieces: bool = True
 
     def build(self) -> Checker:
         """A checker over this process's environment secrets."""
         redactor = build_redactor(self.config, secret_env=self.secret_env)
-        checker = Checker(redactor, self.config, normalise=self.normalise, strict=self.strict)
+        checker = Checker(redactor, self.config, normalise=self.normalise, strict=self.strict,
+                          pieces=self.pieces)
         checker.tagging = self.tagging
         checker.spec = self
         return checker
@@ -157,10 +161,14 @@ class Checker:
     credential-named fields, run secrets); third-party placeholders count as redacted."""
 
     def __init__(self, redactor: Redactor, config: Config, *, normalise: bool = True,
-                 strict: bool = False) -> None:
+                 strict: bool = False, pieces: bool = True) -> None:
         self.redactor = redactor
         self.config = config
         self.strict = strict  # `--strict`: files that cannot be read are errors
+        # False: a file over the whole-read bound is refused (`Unreadable`), not read in
+        # pieces (the commands that rewrite a file need it whole)
+        self.pieces = pieces
+        self.parse_problem: str | None = None  # why the last file did not parse
         self.spec: CheckerSpec | None = None  # how workers rebuild it (`--jobs`)
         self._shown: dict[str, str] = {}  # pointer -> pointer as printed (masked)
         # header name -> its class (None: not reported by name); names repeat in every file
@@ -181,9 +189,17 @@ class Checker:
         form has the stream's kind as its format, `sse` or `ndjson`, and no interactions).
 
         Raises `Unreadable` when the file cannot be read (over a cap, corrupt gzip); a
-        JSON or YAML file that does not parse is scanned as text.
+        JSON or YAML file that does not parse is scanned as text (`parse_problem` says
+        why). A file over the whole-read bound is read in pieces (`_large`).
         """
         self.suppressed = 0
+        self.parse_problem = None
+        if is_large(target):
+            if not self.pieces:
+                raise too_large(target)
+            from ._large import check_large
+
+            return check_large(self, target)
         opened = open_target(target)
         text = opened.text
         recording: Recording | None = None
@@ -196,6 +212,7 @@ class Checker:
                 recording = read_recording(target.path, text, suffix=opened.suffix,
                                            normalise=normalise)
             except FixtureFormatError as exc:
+                self.parse_problem = exc.problem
                 if not named:
                     issues = self.scan_text(text, target.display)
                     issues.append(self.unreadable_issue(
@@ -203,7 +220,7 @@ class Checker:
                                         f"{exc.problem}"))
                     return issues, None
         if recording is not None:
-            issues = self._inline(self.scan_cassette(recording, target.display), text)
+            issues = self.without_pragmas(self.scan_cassette(recording, target.display), text)
             issues.extend(self.unreadable_issue(target.display, problem)
                           for problem in recording.problems)
             return issues, recording
@@ -212,11 +229,12 @@ class Checker:
             # read as its kind (`sse`, `ndjson`): the file is the body, its events the data
             holder = Recording(path=target.path, format=stream.kind, document=text,
                                lines=LineMap(), text=text)
-            issues = self._inline(self.stream_issues(holder, target.display, stream), text)
+            issues = self.without_pragmas(self.stream_issues(holder, target.display, stream), text)
             return issues, holder
-        return self._inline(self.scan_text(text, target.display), text), None
+        return self.without_pragmas(self.scan_text(text, target.display), text), None
 
-    def _inline(self, issues: list[Issue], text: str) -> list[Issue]:
+    def without_pragmas(self, issues: list[Issue], text: str) -> list[Issue]:
+        """`issues` less those on a line of `text` with an inline pragma (counted)."""
         kept = _inline(issues, text)
         self.suppressed += len(issues) - len(kept)
         return kept
@@ -322,13 +340,14 @@ class Checker:
                                       preview=finding.preview), segment))
         return issues
 
-    def stream_issues(self, recording: Recording, display: str,
-                      stream: BodyStream) -> list[Issue]:
+    def stream_issues(self, recording: Recording, display: str, stream: BodyStream, *,
+                      first_event: int = 0) -> list[Issue]:
         """Findings in a streamed body, event by event: each names its event (the pointer
         is the body's, then the event's index, then the place in the event), at the line
         of the event where the format has lines; a secret split across events is found on
         their joined text and reported once, in the event where it starts. The framing
-        (SSE `event:`/`id:` lines) is scanned as text."""
+        (SSE `event:`/`id:` lines) is scanned as text. Events are numbered from
+        `first_event` (a window of a long stream file)."""
         issues: list[Issue] = []
         body = stream.body
 
@@ -367,7 +386,8 @@ class Checker:
                 # the rest of a secret split across events: one finding, where it starts
                 first, _, at = run
                 issues[at] = dataclasses.replace(
-                    issues[at], detail=f"{stream.kind} events {first}-{index} (split across them)")
+                    issues[at], detail=f"{stream.kind} events {first + first_event}-"
+                                       f"{index + first_event} (split across them)")
                 runs[(inner, finding.rule)] = (first, index, at)
                 continue
             if isinstance(leaf, str) and self.dismissed(finding.rule, segment, leaf):
@@ -389,8 +409,9 @@ class Checker:
             runs[(inner, finding.rule)] = (index, index, len(issues))
             issues.append(self._issue(Issue(
                 display, line, rule, pointer=self.masked_pointer(
-                    f"{stream.pointer}/{index}{inner}"),
-                slot=slot, preview=finding.preview, detail=f"{stream.kind} event {index}"),
+                    f"{stream.pointer}/{index + first_event}{inner}"),
+                slot=slot, preview=finding.preview,
+                detail=f"{stream.kind} event {index + first_event}"),
                 segment or json.dumps(leaf, sort_keys=True, default=str)))
         return issues
 

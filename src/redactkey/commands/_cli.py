@@ -1,11 +1,14 @@
-"""The `redact` command line: `main(argv) -> int`, exit 0 clean, 1 findings, 2 usage/input error."""
+"""The `redact` command line: `main(argv) -> int`, exit 0 clean, 1 findings, 2 usage/input
+error, 3 internal error (one line naming where, never a traceback)."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,7 +21,7 @@ from ..keys._keys import key_from_material, key_material, stored_request
 from ..record._config import Config, load_config
 from ..redact._redactor import MAX_NESTING, Redactor, nesting_exceeds
 from ._check import Baseline, Checker, CheckerSpec, build_redactor, check_paths, progress_bar
-from ._issues import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Report, counted
+from ._issues import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Report, counted
 from ._parallel import default_jobs
 from ._render import render
 
@@ -591,7 +594,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return EXIT_USAGE
+    except Exception as exc:  # a bug: exit 3, so a hook tells it from a finding
+        return _internal_error(exc)
     return int(result) if isinstance(result, int) else EXIT_OK
+
+
+def _internal_error(exc: Exception) -> int:
+    """One line on stderr naming the error's type and the line of redactkey it came from;
+    never its message, which may quote the data being read."""
+    if os.environ.get("REDACTKEY_DEBUG"):
+        traceback.print_exception(exc)
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
+              if "redactkey" in frame.filename]
+    where = ""
+    if frames:
+        path = frames[-1].filename.replace(os.sep, "/")
+        where = f" at {path[path.rfind('redactkey/'):]}:{frames[-1].lineno}"
+    click.echo(f"redact: internal error ({type(exc).__name__}{where}); this is a bug in "
+               "redactkey: please report it with this line and the command you ran "
+               "(REDACTKEY_DEBUG=1 shows the traceback)", err=True)
+    return EXIT_INTERNAL
 
 
 def run() -> None:

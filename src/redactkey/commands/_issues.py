@@ -5,7 +5,7 @@ or header it concerns, a masked preview and what to do. The value itself never
 appears: not in the text, JSON or SARIF output, not in a fingerprint. `RULES`
 is the catalogue of rule ids with their category, default severity, meaning and
 fix; a `Report` gathers the issues of one run and decides its exit code
-(0 clean, 1 findings, 2 usage error or unreadable input).
+(0 clean, 1 findings, 2 usage error or unreadable input; 3 is an internal error).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Literal
 
 __all__ = [
     "EXIT_FINDINGS",
+    "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_USAGE",
     "RULES",
@@ -33,6 +34,7 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3  # a bug in redactkey: one line on stderr, never a traceback
 
 Severity = Literal["error", "warning", "note"]
 

@@ -32,7 +32,7 @@ import yaml
 from .._errors import FixtureFormatError
 from ..keys._canonical import JSONValue, pointer_join
 from ..redact._redactor import MAX_NESTING, nesting_exceeds
-from ._limits import MAX_DECODED_BYTES, MAX_NODES
+from ._limits import MAX_DECODED_BYTES, MAX_NODES, alias_problem
 
 __all__ = [
     "Bytes",
@@ -435,6 +435,9 @@ def _load_yaml(path: str, text: str) -> tuple[JSONValue, LineMap]:
         node = loader.get_single_node()
         if node is None:
             return None, LineMap()
+        problem = alias_problem(node)
+        if problem is not None:
+            raise FixtureFormatError(path, f"not built: {problem}")
         builder = _Builder(path, loader)
         return builder.build(node, ""), builder.lines
     except yaml.YAMLError as exc:

@@ -2,13 +2,15 @@
 
 `walk(paths)` lists every file under the paths named, in one sorted order, and
 says for each whether it is read or skipped and why. `open_target(target)` reads a
-file the walk kept: plain or gzip'd, within the shared size caps (`_limits`), as
-text. The format of a file read is decided by the readers (`_readers`); the three
-commands therefore agree on the set of files a tree holds and on what each is.
+file the walk kept whole: plain or gzip'd, within the shared caps (`_limits`), as
+text; a file over `MAX_FILE_BYTES` is read in pieces by `check` and `audit`
+(`_pieces`) and refused by the commands that read it whole. The format of a file
+read is decided by the readers (`_readers`); the commands therefore agree on the set
+of files a tree holds and on what each is.
 
 A file is skipped (listed under `skipped`, with its reason) when it is a licence
-text, binary, over the size cap, or gzip that does not open; the last three may
-hold a recording and also give an `unreadable-file` finding.
+text, binary, or gzip that does not open; the last two may hold a recording and
+also give an `unreadable-file` finding.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ __all__ = [
     "Unreadable",
     "Walk",
     "inner_suffix",
+    "is_large",
     "looks_like_recording",
     "open_target",
+    "too_large",
     "walk",
 ]
 
@@ -51,10 +55,12 @@ _SNIFF = 8192
 
 @dataclass(frozen=True)
 class Target:
-    """A file to read and the name to print for it."""
+    """A file to read, the name to print for it, and the directory named on the command
+    line that holds it (a command that rewrites the file writes only inside it)."""
 
     path: Path
     display: str
+    root: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -155,14 +161,10 @@ def _classify(path: Path, display: str) -> Skipped | None:
     if _LICENCE.match(path.name):
         return Skipped(display, "licence text")
     try:
-        size = path.stat().st_size
         with path.open("rb") as handle:
             head = handle.read(_SNIFF)
     except OSError as exc:
         return Skipped(display, f"cannot be read: {exc.strerror or exc}", unreadable=True)
-    if size > MAX_FILE_BYTES:
-        return Skipped(display, f"over the size cap ({size} bytes > {MAX_FILE_BYTES})",
-                       unreadable=True)
     if head[:2] == b"\x1f\x8b":
         return None
     if path.suffix.lower() == ".gz":
@@ -182,6 +184,7 @@ def walk(paths: Sequence[str]) -> Walk:
     for raw in paths:
         path = Path(raw)
         found: list[tuple[Path, str]] = []
+        root = path if path.is_dir() else path.parent
         if path.is_dir():
             for child in sorted(path.rglob("*")):
                 if any(part in _SKIP_DIRS for part in child.relative_to(path).parts[:-1]):
@@ -204,25 +207,42 @@ def walk(paths: Sequence[str]) -> Walk:
             if skipped is not None:
                 out.skipped.append(skipped)
             else:
-                out.targets.append(Target(child, display))
+                out.targets.append(Target(child, display, root))
     return out
+
+
+def is_large(target: Target) -> bool:
+    """Whether a file is over `MAX_FILE_BYTES` on disk: read in pieces, never whole."""
+    try:
+        return target.path.stat().st_size > MAX_FILE_BYTES
+    except OSError:
+        return False  # reading it says why it cannot be read
+
+
+def too_large(target: Target) -> Unreadable:
+    """The refusal of a command that reads files whole, for a file over the bound."""
+    return Unreadable(target.display, f"over {MAX_FILE_BYTES // (1024 * 1024)} MB, which "
+                      "this command reads only whole; `redact check` and `redact audit` "
+                      "read it in pieces")
 
 
 def open_target(target: Target) -> Opened:
     """The text of a file the walk kept (gunzipped within the cap); `Unreadable` when it
     cannot be read, is over a cap or is binary inside its gzip."""
     try:
-        data = target.path.read_bytes()
+        with target.path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)  # never more, even if the file grew
     except OSError as exc:
         raise Unreadable(target.display, f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:
-        raise Unreadable(target.display, f"over the size cap ({len(data)} bytes)")
+        raise too_large(target)
     container = "plain"
     if data[:2] == b"\x1f\x8b":
         try:
             data = bounded_decompress(data)  # nested gzip layers too, each within the cap
         except OverCap as exc:
-            raise Unreadable(target.display, exc.problem) from None
+            hint = "; gunzip it to have it read in pieces" if "more than" in exc.problem else ""
+            raise Unreadable(target.display, exc.problem + hint) from None
         container = "gzip"
         if b"\0" in data[:_SNIFF]:
             raise Unreadable(target.display, "binary data inside the gzip")

@@ -1,9 +1,12 @@
-"""Bounds on the work one file may cause, shared by `check`, `audit` and `scrub`.
+"""Bounds on the work one file may cause, shared by every command that reads files.
 
 Every decompression and decode of recorded data goes through `bounded_decompress`,
 so a gzip bomb (1 KB that inflates to 1 GB) costs at most `MAX_DECODED_BYTES` of
-memory in every command; a file larger than `MAX_FILE_BYTES` on disk is not read.
-Anything over a cap is reported as an `unreadable-file` finding, never a crash.
+memory in every command. A file larger than `MAX_FILE_BYTES` on disk is not held
+whole: `check` and `audit` read it in pieces (`_pieces`), the commands that rewrite
+files refuse it. A YAML document whose aliases would build more than it spells out
+is refused before anything is built (`alias_problem`). Anything over a cap is
+reported as an `unreadable-file` or `unparsable-file` finding, never a crash.
 """
 
 from __future__ import annotations
@@ -11,24 +14,32 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
+from typing import Any
 
 __all__ = [
+    "MAX_ALIASES",
+    "MAX_ALIAS_NODES",
     "MAX_DECODED_BYTES",
     "MAX_FILE_BYTES",
     "MAX_NESTING",
     "MAX_NODES",
     "OverCap",
+    "alias_problem",
     "bounded_decompress",
     "bounded_gunzip",
 ]
 
-# Real recordings are far below these (the largest LLM cassette we have met is a few
-# hundred KB); the caps keep the memory of one file's work well under 100 MB.
+# A file up to this size is read whole (every per-format check needs the whole document,
+# about 13 bytes of memory per byte of file); a larger one is read in pieces.
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_DECODED_BYTES = 16 * 1024 * 1024
-# JSON/YAML nesting and YAML node counts (alias expansion, "billion laughs").
+# JSON/YAML nesting and YAML node counts.
 MAX_NESTING = 100
 MAX_NODES = 2_000_000
+# YAML aliases ("billion laughs"): how many a document may use, and how many nodes they
+# may add to those it spells out. Recorders write none, or a few for a shared object.
+MAX_ALIASES = 1000
+MAX_ALIAS_NODES = 100_000
 _CHUNK = 64 * 1024
 
 
@@ -100,3 +111,44 @@ def bounded_decompress(data: bytes, encoding: str = "", limit: int = MAX_DECODED
         elif enc.strip() in ("br", "brotli"):
             out = _unbrotli(data, limit)
     return out
+
+
+def alias_problem(root: Any) -> str | None:
+    """Why a composed YAML node graph must not be built, or None: more than `MAX_ALIASES`
+    alias uses, or aliases that would add more than `MAX_ALIAS_NODES` nodes once built.
+
+    Composing shares an aliased node rather than copying it, so the graph is as small as
+    the text; this walk visits each node once and adds up what building would make of
+    it, so a billion laughs is refused before anything is built. Nodes are PyYAML's or
+    ruamel.yaml's (a scalar's `value` is its text, a sequence's a list of nodes, a
+    mapping's a list of (key, value) pairs)."""
+    built: dict[int, int] = {}  # node -> how many nodes building it makes
+    uses = 0
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        children = _children(node)
+        if done:
+            built[id(node)] = 1 + sum(built.get(id(child), 1) for child in children)
+            continue
+        if id(node) in built:
+            uses += 1  # met again: an alias (or a cycle, built as null)
+            if uses > MAX_ALIASES:
+                return f"more than {MAX_ALIASES} YAML aliases; aliases are not expanded here"
+            continue
+        built[id(node)] = 1
+        stack.append((node, True))
+        stack.extend((child, False) for child in children)
+    extra = built.get(id(root), 1) - len(built)
+    if extra > MAX_ALIAS_NODES:
+        return (f"its YAML aliases would build {extra} nodes more than the file holds (a "
+                f"billion laughs?); at most {MAX_ALIAS_NODES} are built")
+    return None
+
+
+def _children(node: Any) -> list[Any]:
+    value = getattr(node, "value", None)
+    if not isinstance(value, list):
+        return []
+    return [part for item in value
+            for part in (item if isinstance(item, tuple) else (item,))]

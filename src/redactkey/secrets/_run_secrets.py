@@ -37,6 +37,10 @@ __all__ = [
 ]
 
 DEFAULT_MIN_LENGTH = 8
+# A credential learned from a request is matched in every form it travels in, at about
+# 3 KB of matcher per character: a longer "credential" (a 1 MB header) is not learned.
+# Most servers refuse a request whose headers pass 8 KB, so no working credential does.
+MAX_LEARNED_LENGTH = 8192
 
 #: Where a slot's value comes from: `None` (the environment variable named like
 #: the slot), a file path, a zero-argument callable, or a pydantic secret.
@@ -396,8 +400,12 @@ class RunSecrets:
     def learn(self, slot: str, value: str) -> None:
         """Register a credential a request sent (see `Redactor.learn`): a stand-in value
         long enough to redact is kept even in replay, so a dummy key echoed into a prompt
-        keys the way the live one did; a short one is refused as by `add`."""
+        keys the way the live one did; a short one is refused as by `add`; one longer
+        than `MAX_LEARNED_LENGTH` is passed over (it is still redacted where it was sent
+        by name)."""
         _check_slot(slot)
+        if len(value) > MAX_LEARNED_LENGTH:
+            return
         self._register(slot, value, keep_stand_in=len(value) >= self._min_length)
 
     def holds(self, slot: str, value: str) -> bool:
