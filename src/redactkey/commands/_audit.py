@@ -35,6 +35,7 @@ from ..keys._canonical import canonicalize, pointer_join
 from ..keys._keys import find_volatile, key_from_material
 from ..recordings._cassettes import Interaction, Recording
 from ..recordings._classify import RECORDING_SUFFIXES, inner_suffix
+from ..recordings._limits import MAX_FILE_BYTES
 from ..recordings._readers import RECORDING_FORMATS
 from ..secrets._run_secrets import mask
 from ._check import Checker, CheckerSpec, Target, Unreadable, begin
@@ -115,11 +116,13 @@ class Auditor:
         issues.extend(found)
         named = kind_for_file_name(target.path.name)
         if cassette is None:
-            if inner_suffix(target.path) in RECORDING_SUFFIXES:
-                issues.append(Issue(target.display, 1, "unparsable-file",
-                                    detail=_parse_problem(target)))
+            problem = self.checker.parse_problem
+            if problem is not None and inner_suffix(target.path) in RECORDING_SUFFIXES:
+                issues.append(Issue(target.display, 1, "unparsable-file", detail=problem))
                 return issues, "unparsable"
             return issues, "text"
+        if size > MAX_FILE_BYTES:  # read in pieces: the checks below need it whole
+            return issues, cassette.format
         if cassette.format == "store":
             issues.extend(self._store(target, cassette))
         elif cassette.format == "fixture" or named is not None:
@@ -243,18 +246,6 @@ class Auditor:
             if target.path.resolve() in self.unused:
                 issues.append(Issue(target.display, 1, "unused-fixture"))
         return issues
-
-
-def _parse_problem(target: Target) -> str:
-    from ..recordings._classify import open_target
-    from ..recordings._readers import read_recording
-
-    try:
-        opened = open_target(target)
-        read_recording(target.path, opened.text, suffix=opened.suffix)
-    except (FixtureFormatError, Unreadable) as exc:
-        return exc.problem
-    return "could not be parsed"  # pragma: no cover - check_target parsed it already
 
 
 def _key_mismatch(

@@ -101,9 +101,9 @@ _COLOR = click.option("--color/--no-color", "color", default=None,
 _EXIT_ZERO = click.option("--exit-zero", "exit_zero", is_flag=True,
                           help="Report findings but exit 0 (unreadable input still exits 2).")
 _STRICT = click.option("--strict", is_flag=True,
-                       help="A file that may hold a recording but cannot be read (over the "
-                            "size cap, corrupt gzip, undecodable body) is an error, not a "
-                            "warning.")
+                       help="A file that may hold a recording but cannot be read (gzip "
+                            "over the cap or corrupt, an undecodable body, a file scrub "
+                            "cannot hold whole) is an error, not a warning.")
 _JOBS = click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), default=None,
                      help="Read files in N processes (default: the machine's free cores, "
                           "its cores less the 1-minute load average); the report is the "
@@ -114,7 +114,7 @@ _VERBOSE = click.option("--verbose", "-v", is_flag=True,
 
 def _setup(config_path: Path | None, secret_env: Sequence[str],
            *, extra_keys: Sequence[str] = (), normalise: bool = True,
-           strict: bool = False) -> tuple[Config, Checker]:
+           strict: bool = False, pieces: bool = True) -> tuple[Config, Checker]:
     try:
         config = load_config(explicit=config_path)
         if extra_keys:
@@ -124,8 +124,8 @@ def _setup(config_path: Path | None, secret_env: Sequence[str],
                                   warn=lambda text: click.echo(f"redact: {text}", err=True))
     except RedactkeyError as exc:
         raise InputFailure(str(exc)) from None
-    checker = Checker(redactor, config, normalise=normalise, strict=strict)
-    checker.spec = CheckerSpec(config, tuple(secret_env), normalise, strict)
+    checker = Checker(redactor, config, normalise=normalise, strict=strict, pieces=pieces)
+    checker.spec = CheckerSpec(config, tuple(secret_env), normalise, strict, pieces=pieces)
     return config, checker
 
 
@@ -323,8 +323,9 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
         raise click.UsageError("give the fixture directories or cassettes to scrub")
     from ._scrub import plan_paths
 
-    # scrub rewrites what the audit reports as an error or a warning, in the same words
-    _config, checker = _setup(config_path, secret_env, strict=strict)
+    # scrub rewrites what the audit reports as an error or a warning, in the same words;
+    # it rewrites a file whole, so one over the whole-read bound is refused
+    _config, checker = _setup(config_path, secret_env, strict=strict, pieces=False)
     as_json = fmt == "json"
 
     def echo(line: str) -> None:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._errors import FixtureFormatError, RedactkeyError, VolatileValueWarning
-from ..fixtures._store import FixtureDir, atomic_write
+from ..fixtures._store import FixtureDir, OutsideRootError, atomic_write, contained
 from ..http._documents import KIND, is_environment_failure, request_document, wants_stream
 from ..keys._keys import request_key
 from ..record._config import load_config
@@ -267,6 +267,11 @@ def migrate(
                 continue
             plan.files[fmt] += 1
             relative = file.parent.relative_to(base) if file.parent != base else Path()
+            try:  # never through a link out of --to (`OUT/sub` -> elsewhere)
+                contained(destination / relative, destination)
+                outside = None
+            except OutsideRootError as exc:
+                outside = str(exc.strerror).removeprefix("refused: ")
             if relative not in stores:
                 stores[relative] = (FixtureDir(staging / relative), {})
             store, owners = stores[relative]
@@ -274,16 +279,24 @@ def migrate(
             fixtures = HttpFixtures(store, mode="record", redactor=redactor, model=False,
                                     config=config)
             for item in items:
-                if isinstance(item, Unkeyable):
-                    plan.refused.append(item)
+                if isinstance(item, Unkeyable) or outside is not None:
+                    plan.refused.append(item if isinstance(item, Unkeyable)
+                                        else Unkeyable(item.source, str(outside)))
                     continue
                 _plan_one(plan, fixtures, owners, target.display, item,
                           destination / relative, redactor)
         if write:
-            for planned in plan.planned:
+            for planned in list(plan.planned):
                 staged = staging / planned.target.relative_to(destination)
-                planned.target.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(planned.target, staged.read_bytes())
+                try:  # checked again as written: a link may have appeared since
+                    real = contained(planned.target, destination)
+                    real.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write(real, staged.read_bytes(), root=destination)
+                except OutsideRootError as exc:
+                    plan.planned.remove(planned)
+                    plan.refused.append(Unkeyable(planned.source,
+                                                  str(exc.strerror).removeprefix("refused: ")))
+                    continue
                 plan.written += 1
                 if echo is not None:
                     echo(f"wrote {planned.target}")

@@ -6,7 +6,9 @@ run accounted for) and its `partial` reasons. A report of a partial run (`-k`, `
 deselected tests, collection errors, a lost xdist worker, an interrupted session)
 lists as unused the fixtures of the tests that did not run, so it is refused unless
 forced. Nothing outside the named fixture roots is ever touched, nor a file whose
-name is not a fixture's, nor a symbolic link.
+name is not a fixture's, nor a symbolic link; and a root is only a root inside the
+project that holds the report (its directory), whatever the report names (`/`,
+`../elsewhere`, a link out of the tree).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._errors import FixtureFormatError
-from ..fixtures._store import kind_for_file_name
+from ..fixtures._store import contained, kind_for_file_name
 
 __all__ = ["PrunePlan", "plan_prune"]
 
@@ -29,6 +31,7 @@ class PrunePlan:
     report: Path
     roots: list[Path]
     partial: list[str]
+    project: Path  # the report's directory: nothing outside it is ever deleted
     delete: list[Path] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
     already_gone: list[Path] = field(default_factory=list)
@@ -43,7 +46,9 @@ class PrunePlan:
         failed: list[tuple[Path, str]] = []
         for path in self.delete:
             try:
-                path.unlink()
+                if path.is_symlink():  # replaced by a link since the plan was made
+                    raise OSError(f"{path.name} became a symbolic link; left alone")
+                contained(path, self.project).unlink()
             except FileNotFoundError:
                 continue
             except OSError as exc:
@@ -107,8 +112,16 @@ def plan_prune(report: str | os.PathLike[str], *, force: bool = False) -> PruneP
     if roots_named is None:
         # older reports: the stores its calls used are the only roots it names
         roots_named = sorted(_stores(data))
-    roots = [(base / root).resolve() for root in roots_named]
-    plan = PrunePlan(where, roots, [] if force else reasons)
+    roots: list[Path] = []
+    refused: list[tuple[str, str]] = []
+    for root in roots_named:
+        resolved = (base / root).resolve()
+        if resolved == base or base in resolved.parents:
+            roots.append(resolved)
+        else:
+            refused.append((root, f"a fixture root outside the project that holds the "
+                                  f"report ({base}); not a root"))
+    plan = PrunePlan(where, roots, [] if force else reasons, base, refused=refused)
     for item in unused:
         candidate = base / item
         shown = item
