@@ -200,27 +200,31 @@ def _json_events(handle: IO[bytes]) -> Iterator[Event]:
     parser = ijson.basic_parse_coro(events)
     line = 1
     first = True
-    while block := handle.read(PIECE_BYTES):
-        if first and block.startswith(b"\xef\xbb\xbf"):
-            block = block[3:]
-        first = False
-        at = 0
-        while at < len(block):
-            # a JSON string holds no newline: the line a string ends on is its line
-            end = min(block.find(b"\n", at, at + _LINE) + 1 or at + _LINE, len(block))
-            parser.send(block[at:end])
-            for name, value in events:
-                yield name, value if name in _TEXT_EVENTS else None, line
-            del events[:]
-            line += block[end - 1] == 0x0A
-            at = end
-    parser.close()
+    try:
+        while block := handle.read(PIECE_BYTES):
+            if first and block.startswith(b"\xef\xbb\xbf"):
+                block = block[3:]
+            first = False
+            at = 0
+            while at < len(block):
+                # a JSON string holds no newline: the line a string ends on is its line
+                end = min(block.find(b"\n", at, at + _LINE) + 1 or at + _LINE, len(block))
+                parser.send(block[at:end])
+                for name, value in events:
+                    yield name, value if name in _TEXT_EVENTS else None, line
+                del events[:]
+                line += block[end - 1] == 0x0A
+                at = end
+        parser.close()
+    except (ijson.JSONError, UnicodeDecodeError):
+        # (ijson's message quotes the text around the error: it is not repeated)
+        raise Refused(f"not valid JSON at line {line}") from None
     for name, value in events:
         yield name, value if name in _TEXT_EVENTS else None, line
 
 
 def json_pieces(handle: IO[bytes]) -> Iterator[Piece]:
-    """The pieces of a JSON file; `ijson.JSONError` or `Refused` when it does not parse."""
+    """The pieces of a JSON file; `Refused` when it does not parse."""
     return _pieces(_json_events(handle))
 
 
@@ -318,12 +322,17 @@ def _yaml_events(handle: IO[bytes]) -> Iterator[Event]:
                 yield "null", None, line
             if expect and expect[-1] is False:
                 expect[-1] = True  # a value ended: the mapping's next key comes
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise Refused(f"not valid YAML{where}: {problem}") from None
     finally:
         loader.dispose()
 
 
 def yaml_pieces(handle: IO[bytes]) -> Iterator[Piece]:
-    """The pieces of a YAML file; `yaml.YAMLError` or `Refused` when it does not parse."""
+    """The pieces of a YAML file; `Refused` when it does not parse."""
     return _pieces(_yaml_events(handle))
 
 
@@ -337,21 +346,29 @@ def _decoded(data: bytes) -> str:
 def windows(handle: IO[bytes]) -> Iterator[tuple[str, int, int]]:
     """(text, its first line, how many of its first lines ended the window before) of a
     text file, in windows of about `PIECE_BYTES` cut at line ends."""
-    block = handle.read(PIECE_BYTES)
-    carry = block[3:] if block.startswith(b"\xef\xbb\xbf") else block
-    line, overlap = 1, 0
+    carry, line, overlap, held = b"", 1, 0, 0  # held: bytes of `carry` already yielded
+    first = True
     while True:
         block = handle.read(PIECE_BYTES)
-        data = carry + block if block else carry
-        cut = data.rfind(b"\n") + 1 or len(data) if block else len(data)
+        if first and block.startswith(b"\xef\xbb\xbf"):
+            block = block[3:]
+        first = False
+        data = carry + block
+        if not block:
+            if len(data) > held:
+                yield _decoded(data), line, overlap
+            return
+        cut = data.rfind(b"\n") + 1
+        if cut <= held and len(data) < 2 * PIECE_BYTES:
+            carry = data  # no line ends past what was read: read on
+            continue
+        cut = cut if cut > held else len(data)  # a line longer than a window is cut
         window = data[:cut]
         yield _decoded(window), line, overlap
-        if not block:
-            return
         # the next window starts with the whole lines in this one's last OVERLAP bytes
         # (or its last OVERLAP bytes, in a line longer than that)
         newline = window.rfind(b"\n", 0, max(0, cut - OVERLAP))
         start = newline + 1 if newline >= 0 else max(0, cut - OVERLAP)
         line += window.count(b"\n", 0, start)
         overlap = window.count(b"\n", start)
-        carry = data[start:]
+        carry, held = data[start:], cut - start
