@@ -118,8 +118,9 @@ RULES: dict[str, FindingRule] = _rules(
          "the file is not valid JSON / YAML",
          "fix or delete it and re-record"),
     FindingRule("unreadable-file", "fixture", "warning",
-                "a file that may hold a recording could not be read (over the size cap, "
-                "corrupt gzip, a body that does not decode, binary)",
+                "a file that may hold a recording could not be read (gzip over the cap or "
+                "corrupt, a body that does not decode, binary, too large for a command "
+                "that reads it whole)",
                 "look at the file: trim or fix it, or delete it; `--strict` makes this an "
                 "error"),
     FindingRule("oversized-file", "size", "warning",
