@@ -469,71 +469,13 @@ def _plain_bytes(value: Any) -> Any:
 
 # --------------------------------------------------------------------------- JSON
 
-_JSON_TOKEN = re.compile(
-    r'"(?:[^"\\\n]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+|\n', re.DOTALL
-)
-
-
-def _json_lines(text: str) -> LineMap:
-    """Line numbers of every value in a JSON text, by JSON pointer (a tolerant scanner)."""
-    lines = LineMap()
-    line = 1
-    # stack of [container kind, pointer, next index or pending key]
-    stack: list[list[Any]] = []
-    expect_key = False
-    pending_key: str | None = None
-
-    def value_pointer() -> str:
-        if not stack:
-            return ""
-        kind, pointer, state = stack[-1]
-        if kind == "list":
-            return pointer_join(pointer, state)
-        return pointer_join(pointer, pending_key if pending_key is not None else "")
-
-    for match in _JSON_TOKEN.finditer(text):
-        token = match.group()
-        if token == "\n":
-            line += 1
-            continue
-        if token in "{[":
-            pointer = value_pointer()
-            lines.set(pointer, line)
-            stack.append(["dict" if token == "{" else "list", pointer, 0])
-            expect_key = token == "{"
-            pending_key = None
-            continue
-        if token in "}]":
-            if stack:
-                stack.pop()
-            expect_key = False
-            continue
-        if token == ",":
-            if stack and stack[-1][0] == "list":
-                stack[-1][2] += 1
-            expect_key = bool(stack) and stack[-1][0] == "dict"
-            continue
-        if token == ":":
-            expect_key = False
-            continue
-        if expect_key and token.startswith('"'):
-            try:
-                pending_key = json.loads(token)
-            except ValueError:
-                pending_key = token.strip('"')
-            if stack:
-                lines.set(pointer_join(stack[-1][1], pending_key), line)
-            continue
-        lines.set(value_pointer(), line)
-    return lines
-
-
 class _LazyJSONLines(LineMap):
     """A JSON line map computed only when a line is first asked for (clean files stay fast)."""
 
     def __init__(self, text: str) -> None:
         super().__init__()
         self._text: str | None = text
+        self._whole = LineMap()
 
     @property
     def pending(self) -> bool:
@@ -542,10 +484,10 @@ class _LazyJSONLines(LineMap):
 
     def line_for(self, pointer: str, *, text: str | None = None, offset: int | None = None) -> int:
         if self._text is not None:
-            real = _json_lines(self._text)
-            self._lines = real._lines
-            self._text = None
-        return super().line_for(pointer, text=text, offset=offset)
+            from ._pieces import json_lines  # the parse a large file is read with
+
+            self._whole, self._text = json_lines(self._text), None
+        return self._whole.line_for(pointer, text=text, offset=offset)
 
 
 def load_document(path: Path, text: str) -> tuple[Any, LineMap, bool]:

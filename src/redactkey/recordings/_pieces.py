@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import json
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -31,8 +33,8 @@ from ._cassettes import LineMap
 from ._limits import MAX_ALIASES, MAX_NESTING
 from .dialects._common import decode_body_bytes
 
-__all__ = ["OVERLAP", "PIECE_BYTES", "Piece", "Refused", "json_pieces", "windows",
-           "yaml_pieces"]
+__all__ = ["OVERLAP", "PIECE_BYTES", "Piece", "Refused", "json_lines", "json_pieces",
+           "windows", "yaml_pieces"]
 
 # What one piece or window holds: the redactor's work on it stays in tens of MB.
 PIECE_BYTES = 4 * 1024 * 1024
@@ -59,6 +61,7 @@ class Piece(LineMap):
         self.document = document
         self._members = lines  # id(container) -> line of each member, in order
         self._chain = chain  # open containers: (list offset or None, open member token)
+        self._places: dict[int, dict[str, int]] = {}  # id(mapping) -> key -> its place
 
     def line_for(self, pointer: str, *, text: str | None = None,
                  offset: int | None = None) -> int:
@@ -67,7 +70,10 @@ class Piece(LineMap):
             lines = self._members.get(id(node))
             token = raw.replace("~1", "/").replace("~0", "~")
             if lines is not None and isinstance(node, dict) and token in node:
-                index, child = list(node).index(token), node[token]
+                places = self._places.get(id(node))
+                if places is None:
+                    places = self._places[id(node)] = {key: i for i, key in enumerate(node)}
+                index, child = places[token], node[token]
             elif lines is not None and token.isdigit() and int(token) < len(node):
                 index, child = int(token), node[int(token)]
             else:  # past a string (into a JSON body it holds): the string's line
@@ -152,7 +158,7 @@ class _Builder:
         self.held = 0
 
 
-def _pieces(events: Iterable[Event]) -> Iterator[Piece]:
+def _pieces(events: Iterable[Event], budget: float) -> Iterator[Piece]:
     build = _Builder()
     trim = False
     for event, value, line in events:
@@ -185,7 +191,7 @@ def _pieces(events: Iterable[Event]) -> Iterator[Piece]:
         if not build.stack:
             yield build.piece()
             return
-        if build.held > PIECE_BYTES:
+        if build.held > budget:
             yield build.piece()
             trim = True  # once the caller is done with the piece
 
@@ -225,7 +231,17 @@ def _json_events(handle: IO[bytes]) -> Iterator[Event]:
 
 def json_pieces(handle: IO[bytes]) -> Iterator[Piece]:
     """The pieces of a JSON file; `Refused` when it does not parse."""
-    return _pieces(_json_events(handle))
+    return _pieces(_json_events(handle), PIECE_BYTES)
+
+
+def json_lines(text: str) -> LineMap:
+    """The lines of the members of a whole JSON text (one piece of all of it), for a
+    file read whole; lines 1 where it does not parse as a stream."""
+    try:
+        events = _json_events(io.BytesIO(text.encode("utf-8", "surrogatepass")))
+        return next(_pieces(events, math.inf), LineMap())
+    except Refused:  # (json.loads takes NaN and Infinity; a streaming parser does not)
+        return LineMap()
 
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -333,7 +349,7 @@ def _yaml_events(handle: IO[bytes]) -> Iterator[Event]:
 
 def yaml_pieces(handle: IO[bytes]) -> Iterator[Piece]:
     """The pieces of a YAML file; `Refused` when it does not parse."""
-    return _pieces(_yaml_events(handle))
+    return _pieces(_yaml_events(handle), PIECE_BYTES)
 
 
 def _decoded(data: bytes) -> str:
