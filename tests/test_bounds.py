@@ -231,6 +231,8 @@ class TestPieces:
         skipped = {item["path"]: item["reason"]
                    for item in json.loads(capsys.readouterr().out)["skipped"]}
         assert "which this command reads only whole" in skipped["in/c.yaml"]
+        assert main(["scrub", "in"]) == 1  # the text report says why too
+        assert "in/c.yaml: not read: over " in capsys.readouterr().out
         assert main(["migrate", "in", "--to", "out"]) == 0
         out = capsys.readouterr().out
         for name in ("c.json.gz", "c.yaml"):

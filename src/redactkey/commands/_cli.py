@@ -339,14 +339,19 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
     for problem in report.problems:
         prefix = "" if problem.problem.startswith("cannot ") else "cannot read: "
         click.echo(f"{problem.path}: {prefix}{problem.problem}")
-    changed = len({issue.path for issue in report.issues}
+    skipped = {path for path, _ in report.skipped}
+    unread = {issue.path: issue.detail for issue in report.issues  # (not licences)
+              if issue.rule == "unreadable-file" and issue.path in skipped}
+    for path, why in unread.items():
+        click.echo(f"{path}: not read: {why}")
+    changed = len({issue.path for issue in report.issues if issue.path not in unread}
                   | {problem.path for problem in report.problems})
+    read = counted(report.files, "file") + " read" + (f", {len(unread)} not" if unread else "")
     if write:
-        click.echo(f"scrub: {counted(report.files, 'file')} read; "
-                   + ("done" if report.exit_code == 0
-                      else f"{counted(changed, 'file')} need attention"))
+        click.echo(f"scrub: {read}; " + ("done" if report.exit_code == 0
+                                         else f"{counted(changed, 'file')} need attention"))
     else:
-        click.echo(f"scrub (dry run): {counted(report.files, 'file')} read; "
+        click.echo(f"scrub (dry run): {read}; "
                    + (f"{changed} would change; run again with --write to apply"
                       if changed else "nothing to change"))
     return report.exit_code
