@@ -34,8 +34,7 @@ from ..fixtures._store import kind_for_file_name, parse_file_name
 from ..keys._canonical import canonicalize, pointer_join
 from ..keys._keys import find_volatile, key_from_material
 from ..recordings._cassettes import Interaction, Recording
-from ..recordings._classify import RECORDING_SUFFIXES, inner_suffix
-from ..recordings._limits import MAX_FILE_BYTES
+from ..recordings._classify import RECORDING_SUFFIXES, inner_suffix, is_large
 from ..recordings._readers import RECORDING_FORMATS
 from ..secrets._run_secrets import mask
 from ._check import Checker, CheckerSpec, Target, Unreadable, begin
@@ -121,7 +120,7 @@ class Auditor:
                 issues.append(Issue(target.display, 1, "unparsable-file", detail=problem))
                 return issues, "unparsable"
             return issues, "text"
-        if size > MAX_FILE_BYTES:  # read in pieces: the checks below need it whole
+        if is_large(target):  # read in pieces: the checks below need it whole
             return issues, cassette.format
         if cassette.format == "store":
             issues.extend(self._store(target, cassette))
