@@ -170,34 +170,39 @@ _MEASURE = (
     "import resource, sys\n"
     "from redactkey.commands._cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "peak = max(resource.getrusage(who).ru_maxrss for who in "
-    "(resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
-    "sys.stderr.write(f'\\npeak-rss-kb {peak}\\n')\n"
+    "used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, "
+    "resource.RUSAGE_CHILDREN)]\n"
+    "cpu = sum(u.ru_utime + u.ru_stime for u in used)\n"
+    "sys.stderr.write(f'\\nmeasured {cpu} {max(u.ru_maxrss for u in used)}\\n')\n"
     "sys.exit(code)\n"
 )
 
 
 @dataclass(frozen=True)
 class Measured:
-    """A whole command run in a subprocess: its exit code, output, wall time and the
-    peak resident memory of its process and its workers."""
+    """A whole command run in a subprocess: its exit code, output, wall time, CPU time
+    and peak resident memory (of its process and its workers)."""
 
     code: int
     out: str
     err: str
-    seconds: float
+    wall: float
+    seconds: float  # CPU: what the command costs, whatever else the machine runs
     peak_mb: float
 
 
 def run_measured(args: list[str], cwd: Path, timeout: float = 600) -> Measured:
-    """Run `redact ARGS` in a fresh interpreter and measure it (peak RSS from inside, by
-    `getrusage`, so other processes of the test run do not count)."""
+    """Run `redact ARGS` in a fresh interpreter (interpreter start-up and imports
+    included) and measure it from inside, by `getrusage`, so that other processes of
+    the test run do not count."""
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", _MEASURE, *args], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, check=False)
-    seconds = time.perf_counter() - started
-    err, _, peak = done.stderr.rpartition("\npeak-rss-kb ")
-    return Measured(done.returncode, done.stdout, err, seconds, int(peak or 0) / 1024)
+    wall = time.perf_counter() - started
+    err, _, measured = done.stderr.rpartition("\nmeasured ")
+    cpu, _, peak = measured.partition(" ")
+    return Measured(done.returncode, done.stdout, err, wall, float(cpu or "nan"),
+                    int(peak or 0) / 1024)
 
 
 def billion_laughs(levels: int = 9) -> str:

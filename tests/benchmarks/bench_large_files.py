@@ -6,8 +6,8 @@
 Writes a vcrpy-shaped cassette of the size asked (one interaction per line, bodies of
 base64 text, written piece by piece: the generator never holds it whole) with one fake
 OpenAI key planted near the middle, then runs each command on it in a fresh process
-and prints its wall time, its peak resident memory (from `getrusage` inside the
-process) and whether the key was reported at its line. A file this size is read in
+and prints its wall and CPU time and its peak resident memory (from `getrusage` inside
+the process) and whether the key was reported at its line. A file this size is read in
 pieces (docs/decisions/0064-files-of-any-size-in-bounded-pieces.md). Exit 1 when the
 key was missed or a command's peak memory reached the file's size or 1 GB.
 """
@@ -57,8 +57,9 @@ def main() -> int:
                 found = lines == [line]
                 ok = found and run.peak_mb < bar
                 failed |= not ok
-                print(f"{command:5} {fmt:4} {size:8.0f} MB: {run.seconds:8.1f} s, "
-                      f"{size / run.seconds:6.2f} MB/s, peak {run.peak_mb:6.0f} MB "
+                print(f"{command:5} {fmt:4} {size:8.0f} MB: {run.wall:7.1f} s wall, "
+                      f"{run.seconds:7.1f} CPU-s ({size / run.seconds:5.2f} MB/CPU-s), "
+                      f"peak {run.peak_mb:4.0f} MB "
                       f"(bar {bar} MB), key {'found at line ' + str(line) if found else 'MISSED'}"
                       f", exit {run.code}" + ("" if ok else "  <-- FAILED"))
             if options.keep is None:
