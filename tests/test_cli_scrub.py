@@ -391,8 +391,6 @@ def _alias_bomb(levels: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.xfail(strict=True, reason="needs the YAML loader's alias guard (aliases "
-                   "counted while composing); remove this mark when it is in")
 @pytest.mark.parametrize("shape", ["plain", "vcrpy"])
 def test_alias_bomb_is_refused_at_once(tmp_path: Path, shape: str) -> None:
     """`scrub --write` on a billion-laughs YAML (alone, or as a cassette's body) refuses

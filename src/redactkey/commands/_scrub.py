@@ -459,6 +459,7 @@ def write_change(change: Change, checker: Checker, root: Path | None = None) -> 
     written) when that is outside `root` (a link out of the tree named) or the file
     changed since it was read."""
     source = Path(os.path.realpath(change.target.path))
+    root = Path(os.path.realpath(root)) if root is not None else None
     if root is not None and not source.is_relative_to(root):
         raise Refused(0, f"cannot write: {change.target.path} is a link to a file outside "
                          f"{root}; scrub that file where it is")
@@ -513,20 +514,6 @@ def _scrub_work(spec: CheckerSpec) -> Callable[[Target], Outcome]:
     return functools.partial(scrub_one, spec.build())
 
 
-def _roots(paths: Sequence[str]) -> Callable[[Path], Path]:
-    """The real directory of the tree each file was named under: the path named, or the
-    directory of a file named."""
-    named = [(Path(raw), Path(os.path.realpath(raw if os.path.isdir(raw)
-                                                else os.path.dirname(raw) or ".")))
-             for raw in paths]
-
-    def root(path: Path) -> Path:
-        return next((real for given, real in named if path == given or given in path.parents),
-                    Path(os.path.realpath(path.parent)))
-
-    return root
-
-
 def plan_paths(
     paths: Sequence[str],
     checker: Checker,
@@ -542,7 +529,6 @@ def plan_paths(
                             strict=checker.strict)
     factory = functools.partial(_scrub_work, checker.spec) if checker.spec is not None \
         else None
-    root_of = _roots(paths)
     written: dict[str, str] = {}  # real path -> the name it was scrubbed under
     for outcome in run_files(targets, functools.partial(scrub_one, checker), jobs=jobs,
                              factory=factory, progress=progress):
@@ -577,7 +563,7 @@ def plan_paths(
             echo(f"{display}: scrubbed as {written[real]}")
             continue
         try:
-            remaining = write_change(change, checker, root_of(change.target.path))
+            remaining = write_change(change, checker, change.target.root)
         except Refused as exc:
             report.problems.append(InputProblem(display, str(exc.strerror)))
             continue
