@@ -463,7 +463,9 @@ def write_change(change: Change, checker: Checker, root: Path | None = None) -> 
     if root is not None and not source.is_relative_to(root):
         raise Refused(0, f"cannot write: {change.target.path} is a link to a file outside "
                          f"{root}; scrub that file where it is")
-    new_path = source.parent / change.new_path.name
+    # (a link is written where it leads, and stays a link; a re-keyed fixture is renamed)
+    new_path = source if change.new_path == change.target.path else \
+        source.parent / change.new_path.name
     mode = stat.S_IMODE(os.stat(source).st_mode)
 
     def unchanged() -> None:
