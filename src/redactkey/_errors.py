@@ -49,9 +49,19 @@ __all__ = [
     "StructuredOutputError",
     "UsageError",
     "VolatileValueWarning",
+    "pointer_join",
     "raised_at_entry",
     "warn_at_caller",
 ]
+
+
+def pointer_join(pointer: str, token: str | int) -> str:
+    """Append one reference token to a JSON pointer (RFC 6901 escaping).
+
+    The pointers errors and findings name, at every stage: it lives here, below them all.
+    """
+    text = str(token).replace("~", "~0").replace("/", "~1")
+    return f"{pointer}/{text}"
 
 
 class RedactkeyError(Exception):

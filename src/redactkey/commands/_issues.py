@@ -15,6 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..recordings._classify import InputProblem
+
 __all__ = [
     "EXIT_FINDINGS",
     "EXIT_INTERNAL",
@@ -220,14 +222,6 @@ def _order(issue: Issue) -> tuple[object, ...]:
     """The fields `Issue`'s ordering compares, in its order."""
     return (issue.path, issue.line, issue.rule, issue.pointer, issue.slot, issue.preview,
             issue.detail, issue.severity)
-
-
-@dataclass(frozen=True)
-class InputProblem:
-    """A path that could not be read at all (exit 2)."""
-
-    path: str
-    problem: str
 
 
 @dataclass

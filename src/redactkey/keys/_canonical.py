@@ -27,7 +27,7 @@ from typing import Any, Final
 import orjson
 import rfc8785
 
-from .._errors import CanonicalizationError, raised_at_entry
+from .._errors import CanonicalizationError, pointer_join, raised_at_entry
 
 __all__ = [
     "ORJSON_CANONICAL",
@@ -92,12 +92,6 @@ def long_digit_run(data: bytes, run: int = _RUN) -> bool:
             return True
         at = sample.find(mark, at + 1)
     return False
-
-
-def pointer_join(pointer: str, token: str | int) -> str:
-    """Append one reference token to a JSON pointer (RFC 6901 escaping)."""
-    text = str(token).replace("~", "~0").replace("/", "~1")
-    return f"{pointer}/{text}"
 
 
 def _check_str(text: str, pointer: str, what: str) -> None:

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..commands._issues import InputProblem
 from ._limits import MAX_FILE_BYTES, OverCap, bounded_decompress
 
 __all__ = [
     "RECORDING_SUFFIXES",
+    "InputProblem",
     "Opened",
     "Skipped",
     "Target",
@@ -51,6 +51,14 @@ _LICENCE = re.compile(r"^(?:UPSTREAM_)?(?:LICEN[CS]E|COPYING|NOTICE)(?:[._-].*)?
 _RECORDING_START = re.compile(
     r"^\s*(?:\{|\[\s*[{\[\"]|(?:http_)?interactions\s*:)|^httprr trace v1\n|^https?\n[A-Z]+\n")
 _SNIFF = 8192
+
+
+@dataclass(frozen=True)
+class InputProblem:
+    """A path named on the command line that could not be read at all (exit 2)."""
+
+    path: str
+    problem: str
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,7 @@ from typing import Any, Final, Protocol
 
 from pydantic import BaseModel, SecretBytes, SecretStr
 
-from .._errors import UsageError
-from ..keys._canonical import pointer_join
+from .._errors import UsageError, pointer_join
 from ..scan._detectors import (
     DEFAULT_RULES,
     NEAR_MISS_RULES,
