@@ -78,7 +78,7 @@ class TestBuiltLazily:
         self, tmp_path: object
     ) -> None:
         """Replaying a call with short texts loads neither the findings of the checks nor
-        the placeholder styles, and its one search over the short texts (decision 0172)
+        the placeholder styles, and its one search over the short texts (docs/performance.md)
         leaves the detectors' own automaton, which reads long texts alone, uncompiled."""
         subprocess.run([sys.executable, "-c", _REPLAY_PROBE, "record"], check=True,
                        timeout=120, cwd=str(tmp_path))

@@ -398,7 +398,7 @@ class TestStores:
 
 
 class TestCollection:
-    """pytest does not visit fixture files one by one: they hold no tests (decision 0176)."""
+    """pytest does not visit fixture files one by one: they hold no tests (docs/performance.md)."""
 
     PROBE = """
         import json, os

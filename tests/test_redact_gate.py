@@ -1,4 +1,4 @@
-"""The one search over all the texts of a request (decision 0172) against the walk that reads
+"""The one search over all the texts of a request (docs/performance.md) against the walk that reads
 each text: the same credentials learned, the same redaction, the same keys."""
 
 from __future__ import annotations

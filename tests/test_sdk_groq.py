@@ -2,7 +2,7 @@
 
 groq's client retries every exception of its HTTP client as a connection error; a
 replay miss still reaches the caller as `MissingFixtureError`, after one attempt
-(docs/decisions/0095).
+(docs/decisions/0031).
 """
 
 from __future__ import annotations

@@ -1354,7 +1354,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Pass over fixture files, and directories that hold nothing else: no test is in
     them, and pytest would visit each of thousands of files with a few hook calls
-    (docs/decisions/0176). Any other path is pytest's to judge."""
+    (docs/performance.md). Any other path is pytest's to judge."""
     name = collection_path.name
     if name.endswith(".py"):
         return None

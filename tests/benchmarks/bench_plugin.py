@@ -17,7 +17,7 @@
 5. Prints the time each full run spent in the cyclic garbage collector (a probe plugin
    times every collection) and the collector's share of the added time: a larger heap
    makes each full collection slower, and garbage held in reference cycles makes them
-   come more often (docs/decisions/0175: a test leaves none).
+   come more often (docs/performance.md: a test leaves none).
 
 Every process loads bytecode compiled once into the temporary directory, as an installed
 package does (`PYTHONPYCACHEPREFIX`), so a process does not compile redactkey's sources

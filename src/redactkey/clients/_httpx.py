@@ -187,7 +187,7 @@ def _miss_response_type(library: ModuleType) -> type:
 
 def _miss_response(library: ModuleType, request: Any, miss: Exception) -> Any:
     """A 404 that is never retried (``x-should-retry: false``), carries the miss text and
-    raises the miss itself from `raise_for_status()` (docs/decisions/0095)."""
+    raises the miss itself from `raise_for_status()` (docs/decisions/0031)."""
     response = _miss_response_type(library)(
         404, headers={"x-should-retry": "false"}, json=miss_body(miss), request=request
     )

@@ -248,13 +248,13 @@ def _sdk_miss(
 # their HTTP client's `send` and retry it as a connection error (groq), but call
 # `response.raise_for_status()` outside that net. Anthropic's client checks the status
 # itself and lets its own errors through, so a miss raised as an `AnthropicError`
-# reaches the caller already (docs/decisions/0095).
+# reaches the caller already (docs/decisions/0031).
 _STATUS_CHECKED_ELSEWHERE: Final = ("Anthropic/", "AsyncAnthropic/")
 
 
 def miss_needs_response(document: Mapping[str, JSON]) -> bool:
     """Whether a miss must reach this request's client as a response whose
-    `raise_for_status()` raises it, rather than raised from the transport (0095)."""
+    `raise_for_status()` raises it, rather than raised from the transport (docs/decisions/0031)."""
     headers = document.get("headers", {})
     agent = str(headers.get("user-agent", ""))
     return "x-stainless-lang" in headers and not agent.startswith(_STATUS_CHECKED_ELSEWHERE)

@@ -421,7 +421,7 @@ def _literals(detectors: Detectors, variants: tuple[str, ...]) -> Literals:
     return Literals(detectors.keywords + variants + _MASK_MARKS + (_SSE_MARK,))
 
 
-# The one search over many texts (docs/decisions/0172): the texts joined by a character no
+# The one search over many texts (docs/performance.md): the texts joined by a character no
 # literal holds, each one after it, so that a text's start is a literal too.
 _SEP = "\x00"
 _OPENS = (*(_SEP + c for c in "{[ \t\r\n"), _SEP + "data:")
@@ -707,7 +707,7 @@ class Redactor:
         texts: list[str] = []
         # One walk takes the credentials sent by name and sets the texts aside; the texts
         # are read one by one only where one search over them all finds what a credential
-        # in text needs (docs/decisions/0172). Otherwise they hold none, and `found` is
+        # in text needs (docs/performance.md). Otherwise they hold none, and `found` is
         # what the walk reading each text would have found, in the same order.
         self._credentials(self._named_headers_only(request), found, 0, texts)
         if texts and not self._texts_hold_no_credentials(texts):
@@ -718,7 +718,7 @@ class Redactor:
     def learn_and_redact_kept(self, request: Any, part: Any) -> tuple[Any, bool]:
         """`learn(request)`, then `redact_kept(part)`, where `part` holds some members of
         the dict `request` as they are (`counted_part`): the members in `part` are walked
-        once for both (docs/decisions/0180).
+        once for both (docs/performance.md).
 
         When `part` is plain JSON data with no credential-named member or pair, what
         `learn` would find in it is only what its texts hold in text, and the texts
@@ -962,7 +962,7 @@ class Redactor:
         For plain JSON data (exact dicts with string keys, lists, strings, numbers, bools,
         None) that holds no credential-named member or pair, one search over all its
         strings at once proves which of them redaction can change; only those are read one
-        by one (docs/decisions/0172). Anything else is redacted as `redact` does.
+        by one (docs/performance.md). Anything else is redacted as `redact` does.
         """
         return self.redact_kept(value)[0]
 
@@ -1607,7 +1607,7 @@ class Redactor:
                 hi = lo + len(text)
                 # One placeholder, in the piece where the secret starts; the pieces it runs
                 # on into lose their share, so the pieces joined read like the whole text
-                # redacted (docs/decisions/0090).
+                # redacted (docs/decisions/0013).
                 local = [
                     Span(s.start - lo, min(s.end, hi) - lo, s.rule, s.slot)
                     for s in crossing
