@@ -1,23 +1,90 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
+# Where the project's shared folder comes from, for the tests that read it.
+HOW_TO_GET_SHARED = (
+    f"{SHARED} is absent: these tests read the project's shared folder (third-party "
+    "recordings in realworld*/, RFC 8785 vectors in vectors/jcs/), which CI lays beside "
+    f"the checkout as ../shared; copy or link it there (ln -s /path/to/shared {SHARED})"
+)
+
+
+def need_shared() -> Path:
+    """`../shared` beside the checkout. Where it is absent the test is skipped, saying how to
+    get it; in CI (`CI` set), which always lays it out, that is a failure instead."""
+    if SHARED.is_dir():
+        return SHARED
+    if os.environ.get("CI"):
+        pytest.fail(HOW_TO_GET_SHARED, pytrace=False)
+    pytest.skip(HOW_TO_GET_SHARED)
 
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """`../shared` beside the checkout; tests that need it skip where it is absent."""
-    if not SHARED.is_dir():
-        pytest.skip("../shared is not present beside this checkout")
-    return SHARED
+    """`../shared` beside the checkout (see `need_shared`)."""
+    return need_shared()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow", action="store_true", default=False,
+        help="also run the tests marked slow (CI, where CI is set, always runs them)",
+    )
+
+
+def runs_slow(config: pytest.Config) -> bool:
+    """Whether this run includes the tests marked slow: in CI, with --run-slow, or when the
+    marker expression names them (`-m slow`)."""
+    return bool(os.environ.get("CI") or config.getoption("--run-slow")
+                or "slow" in (config.getoption("markexpr") or ""))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the tests marked slow, unless the run includes them or names their file."""
+    if runs_slow(config):
+        return
+    named = {Path(arg.split("::", 1)[0]).resolve() for arg in config.args}
+    slow = [item for item in items
+            if item.get_closest_marker("slow") is not None and item.path not in named]
+    if slow:
+        chosen = set(slow)
+        items[:] = [item for item in items if item not in chosen]
+        config.hook.pytest_deselected(items=slow)
+        config.stash[_SLOW_LEFT_OUT] = len(slow)
+
+
+_SLOW_LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker tells the controller how many slow tests it left out."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["slow_left_out"] = session.config.stash.get(_SLOW_LEFT_OUT, 0)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """(xdist, on the controller) Every worker collects every test: keep one count."""
+    config: pytest.Config = node.config
+    told = getattr(node, "workeroutput", {}).get("slow_left_out", 0)
+    config.stash[_SLOW_LEFT_OUT] = max(config.stash.get(_SLOW_LEFT_OUT, 0), told)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print how many documentation blocks ran (tests/test_docs_examples.py, test_docs_shell.py)."""
+    """Print how many documentation blocks ran (tests/test_docs_examples.py, test_docs_shell.py),
+    and that slow tests were left out."""
+    left_out = terminalreporter.config.stash.get(_SLOW_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(
+            f"{left_out} slow tests deselected: CI runs them; --run-slow runs them here")
     for test, what in (("test_python_block_runs[", "Python blocks"),
                        ("test_shell_block_runs[", "shell blocks naming redact")):
         reports = [r for key in ("passed", "failed", "skipped", "error")

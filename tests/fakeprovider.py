@@ -89,6 +89,11 @@ class FakeProvider:
     write_size: int = 7
     encoding: str | None = None
     pause: float = 0.0
+    # A streamed answer's last event waits for this to be set (by a client that has its
+    # first piece): a test that a stream is passed on as it arrives, without a clock.
+    # `held_too_long` says it timed out, i.e. the client got nothing before the end.
+    hold_last: threading.Event | None = None
+    held_too_long: bool = False
     organization: str = field(default_factory=lambda: "org-" + secrets.token_hex(12))
     project: str = field(default_factory=lambda: "proj_" + secrets.token_hex(12))
     anthropic_organization: str = field(default_factory=lambda: secrets.token_hex(16))
@@ -264,9 +269,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._provider_headers()
         self.end_headers()
         size = self.fake.write_size
-        for event in events:
-            if self.fake.pause:
+        for index, event in enumerate(events):
+            if self.fake.pause:  # (the time-to-first-chunk benchmark's provider latency)
                 time.sleep(self.fake.pause)
+            hold = self.fake.hold_last
+            if hold is not None and index == len(events) - 1 and not hold.wait(timeout=30):
+                self.fake.held_too_long = True
             raw = event.encode()
             for start in range(0, len(raw), size):
                 piece = raw[start : start + size]

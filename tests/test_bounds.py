@@ -3,8 +3,8 @@ their tree, and exit codes that mean one thing.
 
 Hostile inputs are generated here and whole commands run in a subprocess, with their CPU
 time (user + system: the machine running the suite is shared, its wall time is not
-the command's) and peak memory (`helpers.run_measured`); the 100 MB cases are `slow`
-(`pytest -m slow`), the 1 GB one is `tests/benchmarks/bench_large_files.py`.
+the command's) and peak memory (`helpers.run_measured`); the 100 MB cases are `huge`
+(`pytest -m huge`), the 1 GB one is `tests/benchmarks/bench_large_files.py`.
 """
 
 from __future__ import annotations
@@ -255,7 +255,7 @@ class TestPieces:
             assert run.peak_mb < 250, run.peak_mb
 
 
-@pytest.mark.slow
+@pytest.mark.huge
 class TestHundredMegabytes:
     """A 100 MB recording with one planted key: found, not skipped, < 60 s, < 600 MB."""
 

@@ -167,6 +167,7 @@ def _outcome(fn: Any, value: Any) -> bytes | str:
 
 
 class TestDifferential:
+    @pytest.mark.slow  # 600 arbitrary JSON values against the reference
     @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(JSON)
     def test_same_bytes_or_both_fail(self, value: Any) -> None:

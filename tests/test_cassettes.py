@@ -141,6 +141,7 @@ class TestUnsafeTags:
         assert cassette.format == "ruby-vcr"
         assert cassette.interactions[0].response.body == "data: hello"  # type: ignore[union-attr]
 
+    @pytest.mark.slow  # expands YAML aliases up to the 2 million node cap
     def test_alias_bomb_is_refused(self) -> None:
         """Exponential alias expansion stops with a named error."""
         lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]

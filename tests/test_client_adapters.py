@@ -12,7 +12,7 @@ import json
 import secrets
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,17 +47,17 @@ from redactkey import (
 
 def _lines(
     client: str, store: Path, mode: str, url: str, body: dict[str, Any],
-    headers: dict[str, str], key: str,
-) -> tuple[list[str], float]:
-    """POST `body`, read the answer line by line; the lines and when the first arrived."""
+    headers: dict[str, str], key: str, arrived: threading.Event | None = None,
+) -> list[str]:
+    """POST `body`, read the answer line by line; `arrived` is set at the first line."""
     redactor = redactor_for(key)
-    first: list[float] = []
+    first = arrived or threading.Event()
 
     def seen(lines: Iterator[str]) -> list[str]:
         out = []
         for line in lines:
             if line.strip():
-                first.append(time.monotonic())
+                first.set()
                 out.append(line.strip())
         return out
 
@@ -80,12 +80,12 @@ def _lines(
                 out = []
                 async for line in response.content:
                     if line.strip():
-                        first.append(time.monotonic())
+                        first.set()
                         out.append(line.decode().strip())
                 return out
 
         lines = asyncio.run(run())
-    return lines, first[0]
+    return lines
 
 
 def _fixture(store: Path) -> dict[str, Any]:
@@ -106,18 +106,19 @@ class TestStreamsByWhatTheProviderDoes:
         a key split across lines redacted once."""
         key = planted_key()
         body = {"model": "llama-fake", "messages": [{"role": "user", "content": f"ECHO:{key}"}]}
-        with FakeProvider(pause=0.03) as fake:
-            recorded, first = _lines(client, tmp_path, "record", f"{fake.url}/api/chat", body,
-                                     {}, key)
-            last_written = fake.written[-1]
+        with FakeProvider(hold_last=threading.Event()) as fake:
+            assert fake.hold_last is not None
+            recorded = _lines(client, tmp_path, "record", f"{fake.url}/api/chat", body, {},
+                              key, fake.hold_last)
             url = fake.url
-        assert first < last_written  # the first line was passed on before the last was sent
+        # the first line was passed on before the last was sent (which waited for it)
+        assert not fake.held_too_long
         chunks = _fixture(tmp_path)["chunks"]
         assert chunks[0]["headers"]["content-type"] == "application/x-ndjson"
         assert len(chunks) == 1 + len(recorded)
         other = planted_key()
         body["messages"][0]["content"] = f"ECHO:{other}"
-        replayed, _ = _lines(client, tmp_path, "replay", f"{url}/api/chat", body, {}, other)
+        replayed = _lines(client, tmp_path, "replay", f"{url}/api/chat", body, {}, other)
         text = "".join(json.loads(line)["message"]["content"] for line in replayed)
         assert text == "Your token is [REDACTED] as requested."
         assert len(replayed) == len(recorded)
@@ -130,16 +131,16 @@ class TestStreamsByWhatTheProviderDoes:
         key = planted_key()
         body = {"contents": [{"role": "user", "parts": [{"text": f"ECHO:{key}"}]}]}
         path = "/v1beta/models/gemini-fake:streamGenerateContent?alt=sse"
-        with FakeProvider(pause=0.03) as fake:
-            recorded, first = _lines(client, tmp_path, "record", fake.url + path, body,
-                                     {"accept": "*/*"}, key)
-            last_written = fake.written[-1]
+        with FakeProvider(hold_last=threading.Event()) as fake:
+            assert fake.hold_last is not None
+            recorded = _lines(client, tmp_path, "record", fake.url + path, body,
+                              {"accept": "*/*"}, key, fake.hold_last)
             url = fake.url
-        assert first < last_written
+        assert not fake.held_too_long
         fixture = _fixture(tmp_path)
         assert fixture["chunks"][0]["headers"]["content-type"].startswith("text/event-stream")
         assert all("json" in event for event in fixture["chunks"][1:])
-        replayed, _ = _lines(client, tmp_path, "replay", url + path, body, {"accept": "*/*"}, key)
+        replayed = _lines(client, tmp_path, "replay", url + path, body, {"accept": "*/*"}, key)
         assert len(replayed) == len(recorded)
 
     def test_undeclared_stream_with_a_credential_learned_from_the_request(

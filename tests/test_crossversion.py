@@ -27,6 +27,9 @@ from _crossversion_probe import TRICKY_VALUES, probe
 from _golden_requests import GOLDEN_KEYS
 from conftest import ROOT
 
+# Builds a venv per CPython minor and installs this checkout in each: CI's job.
+pytestmark = pytest.mark.slow
+
 PYENV = Path("/root/.pyenv/versions")
 MINORS = ("3.10", "3.11", "3.12", "3.13")
 SEEDS = ("0", "3141592653")

@@ -147,16 +147,13 @@ class TestDetectSecretsPlugins:
         """A load saves the host's logging state, imports, and puts the state back; two
         loads at once could each save what the other's import changed."""
         import threading
-        import time
         import types
 
-        inside = [0, 0]  # (now, most)
+        held: list[bool] = []
 
         def slow_import(name: str) -> Any:
-            inside[0] += 1
-            inside[1] = max(inside)
-            time.sleep(0.02)
-            inside[0] -= 1
+            # Every import runs with the load lock held, so no second load can be inside.
+            held.append(_detectors._PLUGIN_LOAD.locked())
             return types.SimpleNamespace(Plugin=type("Plugin", (), {}))
 
         monkeypatch.setattr(_detectors, "importlib", types.SimpleNamespace(
@@ -172,7 +169,7 @@ class TestDetectSecretsPlugins:
             thread.start()
         for thread in threads:
             thread.join()
-        assert inside == [0, 1]
+        assert held == [True] * 4
 
     @pytest.mark.parametrize("options", [{}, {"labelled": True}])
     def test_the_default_placeholders_do_not_look_like_secrets(

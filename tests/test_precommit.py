@@ -13,6 +13,9 @@ import pytest
 from conftest import ROOT
 from test_cli_check import FAKE_OPENAI, leaky_cassette
 
+# pre-commit builds its own environment for the hook: CI's job.
+pytestmark = pytest.mark.slow
+
 
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)

@@ -651,6 +651,7 @@ def test_call(model_fixtures, redactkey_settings, n):
 class TestModelFixtures:
     """`model_fixtures` records and replays through the plugin, also under xdist."""
 
+    @pytest.mark.slow  # two pytest runs of four workers each
     def test_xdist_records_200_calls_then_replays_all(self, pytester: pytest.Pytester) -> None:
         """Four workers record 200 calls into one tree; a replay run hits all of them."""
         pytester.makepyfile(test_many=MODEL_CALLS.format(count=200))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 
@@ -18,6 +20,7 @@ def test_ruff_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # mypy over src/ from no cache
 def test_mypy_strict_clean() -> None:
     """`mypy --strict` on src/ reports nothing."""
     result = _run(sys.executable, "-m", "mypy", "--strict", "src/redactkey")

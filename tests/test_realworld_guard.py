@@ -17,6 +17,9 @@ from redactkey.commands._cli import _setup, main
 from redactkey.commands._issues import Report
 from redactkey.commands._scrub import plan_paths
 
+# Three commands over every third-party recording of ../shared: CI's job.
+pytestmark = pytest.mark.slow
+
 # MANIFEST.tsv format -> the format the readers name
 _MANIFEST_FORMATS = {
     "vcrpy-yaml": "vcrpy", "vcrpy-yaml-gz": "vcrpy", "ruby-vcr-yaml": "ruby-vcr",

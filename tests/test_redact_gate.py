@@ -15,7 +15,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from conftest import SHARED
+from conftest import SHARED, need_shared
 from helpers import checksummed_token
 from redactkey import KeySpec, Redactor, RunSecrets
 from redactkey.keys._keys import counted_part, material_and_key, redacted_material_and_key
@@ -140,6 +140,7 @@ class _LeanOf:
 
 
 @pytest.mark.parametrize("redactor", REDACTORS, ids=IDS)
+@pytest.mark.slow  # hundreds of generated values, each walked both ways
 class TestGateAgainstWalk:
     """Property: the gate never passes over what the walk would change or learn."""
 
@@ -210,12 +211,13 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 @pytest.mark.parametrize("redactor", REDACTORS[1:3], ids=IDS[1:3])
+@pytest.mark.slow  # every container and string of ../shared/realworld*
 def test_realworld_corpora(redactor: Redactor) -> None:
     """Every container of every recording under ../shared/realworld*: the gate agrees with
     the walk; every string of them, alone and in batches, too."""
+    need_shared()
     documents = list(_corpus_documents())
-    if not documents:
-        pytest.skip("../shared/realworld* is not present")
+    assert documents
     strings: list[str] = []
     for document in documents:
         for container in _containers(document):
@@ -229,9 +231,8 @@ def test_corpora_exercise_the_gate() -> None:
     """The corpora hold texts the gate sends to the walk and texts it clears, and values whose
     redaction it proves unchanged: the comparison above is not vacuous."""
     redactor = REDACTORS[1]
+    need_shared()
     documents = list(_corpus_documents())
-    if not documents:
-        pytest.skip("../shared/realworld* is not present")
     strings = [s for d in documents for s in _strings(d) if len(s) >= 8]
     suspects = redactor._suspect_texts(strings)
     assert 0 < len(suspects) < len(strings)

@@ -683,6 +683,7 @@ for n in range(50):
 class TestProcesses:
     """Many processes, one directory."""
 
+    @pytest.mark.slow  # eight interpreters
     def test_eight_processes_record_then_everything_replays(self, tmp_path: Path) -> None:
         """8 x 50 calls recorded concurrently leave valid files, and every call replays."""
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}

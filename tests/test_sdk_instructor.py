@@ -30,6 +30,10 @@ from sdk_matrix import (
     user_turn,
 )
 
+# instructor wraps the openai SDK, whose row (test_sdk_openai.py) runs everywhere;
+# this row is slow to import and record: it runs in CI.
+pytestmark = pytest.mark.slow
+
 
 class Echo(pydantic.BaseModel):
     text: str

@@ -23,6 +23,10 @@ from sdk_matrix import (
     replay_main,
 )
 
+# langchain-openai wraps the openai SDK, whose row (test_sdk_openai.py) runs everywhere;
+# this row is slow to import and record: it runs in CI.
+pytestmark = pytest.mark.slow
+
 
 def _model(transport: FixtureTransport, url: str, key: str, *, sync: Any = None,
            asynchronous: Any = None) -> ChatOpenAI:

@@ -37,6 +37,9 @@ from sdk_matrix import (
 # litellm's own code, under the pydantic of the test extra: models over TypedDicts with
 # ReadOnly items, and `model_computed_fields` read from an instance while streaming.
 pytestmark = [
+    # litellm is slow to import (seconds) and wraps the openai SDK, whose row
+    # (test_sdk_openai.py) runs everywhere: this row runs in CI.
+    pytest.mark.slow,
     pytest.mark.filterwarnings(
         "ignore:Items? .* on TypedDict class .* using the `ReadOnly` qualifier:UserWarning"
     ),

@@ -58,6 +58,7 @@ def test_uncanonicalisable_value():
 '''
 
 
+@pytest.mark.slow  # a pytest subprocess per test
 class TestTracebacks:
     @pytest.mark.parametrize("style", ["auto", "long"])
     def test_no_secret_in_failure_output(self, pytester: pytest.Pytester, style: str) -> None:
