@@ -67,6 +67,7 @@ def _timed(detectors: Detectors, text: str) -> float:
             gc.enable()
 
 
+@pytest.mark.slow  # seven adversarial megabytes per rule, timed
 class TestBuiltInRules:
     """Every built-in rule is linear on its own adversarial strings."""
 
