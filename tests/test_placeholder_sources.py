@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from conftest import SHARED as SHARED_DIR
 from redactkey.commands._cli import main
 from redactkey.scan._placeholders import is_placeholder, looks_redacted
 
@@ -174,7 +175,6 @@ def _line_of(text: str, value: str) -> int:
     return next(n for n, line in enumerate(text.splitlines(), 1) if value in line)
 
 
-SHARED_ROOT = Path(__file__).resolve().parent.parent.parent / "shared"
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         twin.write_text(twin_text, encoding="utf-8")
         cases[case.style] = (clean, _line_of(clean_text, case.value),
                              twin, _line_of(twin_text, real))
-    shared = [SHARED_ROOT / s.path for s in SHARED if (SHARED_ROOT / s.path).exists()]
+    shared = [SHARED_DIR / s.path for s in SHARED if (SHARED_DIR / s.path).exists()]
     formats: dict[str, dict[Path, str]] = {}
     reported: dict[str, dict[Path, list[tuple[int, str, str]]]] = {}
     for command in ("check", "audit"):
