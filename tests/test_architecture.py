@@ -43,8 +43,6 @@ OVERSIZED = frozenset({
     "module pytest_plugin.py",
     "module record/_exchange.py",
     "module record/_replay.py",
-    "module recordings/_cassettes.py",
-    "module recordings/_readers.py",
     "module redact/_redactor.py",
     "module scan/_detectors.py",
     "module secrets/_run_secrets.py",
