@@ -301,6 +301,7 @@ def _git_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # real git calling `redact` as its textconv and external diff driver
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 class TestGitEndToEnd:
     """A scratch repository set up as docs/review.md says, with real git."""
