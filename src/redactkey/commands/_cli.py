@@ -19,19 +19,26 @@ from ..fixtures._store import atomic_write
 from ..keys._canonical import canonicalize
 from ..keys._keys import key_from_material, key_material, stored_request
 from ..record._config import Config, load_config
-from ..redact._redactor import MAX_NESTING, Redactor, nesting_exceeds
+from ..redact._redactor import MAX_NESTING, nesting_exceeds
 from ._check import Baseline, Checker, CheckerSpec, build_redactor, check_paths, progress_bar
+from ._cli_options import (
+    _COLOR,
+    _CONFIG,
+    _EXIT_ZERO,
+    _FORMAT,
+    _JOBS,
+    _OUTPUT,
+    _SECRET_ENV,
+    _STRICT,
+    _VERBOSE,
+    InputFailure,
+)
+from ._cli_review import diff_command, git_setup, show
 from ._issues import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Report, counted
 from ._parallel import default_jobs
 from ._render import render
 
 __all__ = ["main", "run"]
-
-class InputFailure(click.ClickException):
-    """Bad input on stdin or in a file: one line on stderr, exit 2."""
-
-    exit_code = EXIT_USAGE
-
 
 def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     out: dict[str, object] = {}
@@ -84,32 +91,6 @@ def canon() -> None:
 
 
 # --- check / audit / scrub ----------------------------------------------------------
-
-_FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]),
-                       default="text", show_default=True, help="Output format.")
-_SECRET_ENV = click.option(
-    "--secret-env", "secret_env", multiple=True, metavar="NAME",
-    help="Also look for the value of this environment variable (repeatable).")
-_CONFIG = click.option(
-    "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Configuration file (default: nearest .redactkey.toml or pyproject.toml).")
-_OUTPUT = click.option(
-    "--output", "-o", "output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    default=None, help="Write the report to this file instead of stdout.")
-_COLOR = click.option("--color/--no-color", "color", default=None,
-                      help="Force colours on or off (default: only on a terminal).")
-_EXIT_ZERO = click.option("--exit-zero", "exit_zero", is_flag=True,
-                          help="Report findings but exit 0 (unreadable input still exits 2).")
-_STRICT = click.option("--strict", is_flag=True,
-                       help="A file that may hold a recording but cannot be read (gzip "
-                            "over the cap or corrupt, an undecodable body, a file scrub "
-                            "cannot hold whole) is an error, not a warning.")
-_JOBS = click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), default=None,
-                     help="Read files in N processes (default: the machine's free cores, "
-                          "its cores less the 1-minute load average); the report is the "
-                          "same, in the same order.")
-_VERBOSE = click.option("--verbose", "-v", is_flag=True,
-                        help="Also list notes (request ids) in the text report.")
 
 
 def _setup(config_path: Path | None, secret_env: Sequence[str],
@@ -479,105 +460,8 @@ def migrate(sources: tuple[str, ...], to: Path, write: bool, verbose: bool,
     return EXIT_FINDINGS if plan.refused else EXIT_OK
 
 
-# --- show / diff / git-setup -----------------------------------------------------------
-
-
-def _quiet_redactor(config_path: Path | None, secret_env: Sequence[str],
-                    quiet: bool) -> tuple[Config, Redactor]:
-    """The configuration and a redactor over the environment's secrets; `quiet` for git's
-    drivers, which run once per file (a skipped variable is said by the other commands)."""
-    try:
-        config = load_config(explicit=config_path)
-        return config, build_redactor(config, secret_env=secret_env, warn=None if quiet else
-                                      lambda text: click.echo(f"redact: {text}", err=True))
-    except RedactkeyError as exc:
-        raise InputFailure(str(exc)) from None
-
-
-@cli.command()
-@click.argument("files", nargs=-1, type=click.Path(path_type=str))
-@click.option("--plain", is_flag=True, help="Plain text even on a terminal.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
-@click.option("--textconv", is_flag=True,
-              help="For git's textconv: plain text without the file's name and age, and a "
-                   "file that holds no recording shown as it is.")
-@_SECRET_ENV
-@_CONFIG
-def show(files: tuple[str, ...], plain: bool, fmt: str, textconv: bool,
-         secret_env: tuple[str, ...], config_path: Path | None) -> int:
-    """Show recordings as conversations: the call, the answer, the key and the age.
-
-    Reads redactkey fixtures and cassettes and other tools' cassettes (vcrpy, HAR, ...).
-    Rich text on a terminal, plain text when piped or with --plain. Exit 0 shown,
-    2 a file could not be read.
-    """
-    if not files:
-        raise click.UsageError("give the recordings to show")
-    from ._show import run_show
-
-    _config, redactor = _quiet_redactor(config_path, secret_env, textconv)
-    rich = fmt == "text" and not (plain or textconv) and sys.stdout.isatty()
-    return run_show(files, fmt=fmt, rich=rich, textconv=textconv, redactor=redactor,
-                    echo=click.echo, complain=lambda text: click.echo(f"redact show: {text}",
-                                                                      err=True))
-
-
-@cli.command(name="diff")
-@click.argument("files", nargs=-1, type=click.Path(path_type=str))
-@click.option("--all", "everything", is_flag=True,
-              help="Compare everything recorded: headers, each event, volatile fields.")
-@click.option("--ignore", multiple=True, metavar="POINTER",
-              help="Also hide this JSON pointer of the answer (repeatable; * matches one "
-                   "token), as [tool.redactkey.verify] ignore does.")
-@click.option("--git", "git", is_flag=True,
-              help="Take the arguments git passes an external diff driver (path old-file "
-                   "old-hex old-mode new-file new-hex new-mode) and exit 0 both ways.")
-@_SECRET_ENV
-@_CONFIG
-def diff_command(files: tuple[str, ...], everything: bool, ignore: tuple[str, ...], git: bool,
-                 secret_env: tuple[str, ...], config_path: Path | None) -> int:
-    """Compare two recordings by meaning: A B.
-
-    JSON by value, streams by their joined answer and kinds of events; ids, timestamps,
-    usage and headers hidden unless --all. Exit 0 same by meaning, 1 differs,
-    2 unreadable input.
-    """
-    if len(files) not in ((7, 9) if git else (2,)):
-        raise click.UsageError("--git takes the 7 arguments git passes an external diff "
-                               "driver" if git else "give two recordings: redact diff A B")
-    from ..fixtures._verify import VerifyRules
-    from ._diff import run_diff
-
-    config, redactor = _quiet_redactor(config_path, secret_env, git)
-    settings = config.verify
-    try:
-        rules = VerifyRules(ignore=(*settings.ignore, *ignore), exact=settings.exact,
-                            presets=settings.presets)
-        return run_diff(files, git=git, everything=everything, rules=rules,
-                        redactor=redactor, echo=click.echo)
-    except (RedactkeyError, ValueError) as exc:
-        raise InputFailure(str(exc)) from None
-
-
-@cli.command(name="git-setup")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--external", is_flag=True,
-              help="Set up `redact diff --git` as git's external diff driver instead of "
-                   "the textconv `redact show --textconv`.")
-def git_setup(paths: tuple[str, ...], external: bool) -> int:
-    """Make git show fixture changes as conversations (idempotent).
-
-    Adds `PATH/** diff=redactkey` for each fixture directory PATH (default
-    **/fixtures/**) to .gitattributes and the driver to the repository's git config,
-    and prints what it changed.
-    """
-    from ._gitsetup import git_setup as setup
-
-    try:
-        return setup(paths, "external" if external else "textconv", click.echo)
-    except RedactkeyError as exc:
-        raise InputFailure(str(exc)) from None
+for _command in (show, diff_command, git_setup):
+    cli.add_command(_command)
 
 
 def _relative(path: Path) -> str:
