@@ -256,3 +256,10 @@ def write_recording(path: Path, size: int, secret: str, *, fmt: str = "json",
             line += 1
         handle.write('\n], "version": 1}\n' if fmt == "json" else "version: 1\n")
     return planted
+def detector_spans(text: str, rules: Any = None) -> list[Any]:
+    """The detector rules' spans in `text` (no run secrets, no credential names): the
+    default rules, or only `rules`."""
+    from redactkey.scan._engine import Scanner
+    from redactkey.scan._rules import DEFAULT_RULES
+
+    return Scanner(DEFAULT_RULES if rules is None else rules, None).scan(text)

@@ -11,7 +11,7 @@ import pytest
 from helpers import checksummed_token
 from redactkey import Redactor
 from redactkey.commands._cli import main
-from redactkey.scan._detectors import fake
+from redactkey.scan._validators import fake
 
 KEY = "sk-" + "proj-" + fake(48, seed="suppress")
 OTHER = "sk-" + "proj-" + fake(48, seed="suppress-2")

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from helpers import checksummed_token
+from helpers import checksummed_token, detector_spans
 from redactkey import Redactor
-from redactkey.scan import _detectors
-from redactkey.scan._detectors import (
-    DEFAULT_RULES,
-    Detectors,
-    Literals,
+from redactkey.scan import _rules
+from redactkey.scan._rules import DEFAULT_RULES, custom_rules
+from redactkey.scan._validators import (
+    base62_crc32,
+    fake,
     is_known_id,
     looks_high_entropy,
     shannon_entropy,
@@ -95,13 +95,9 @@ class TestRules:
 
     def test_rules_without_keywords_run_on_every_text(self) -> None:
         """A rule with no keyword (a user's own pattern) cannot be prefiltered: it always runs."""
-        import re
-
-        from redactkey.scan._detectors import Rule
-
-        detectors = Detectors([Rule("acme-token", re.compile(r"acme_[0-9a-f]{16}"), ())])
+        rules = custom_rules({"acme-token": r"acme_[0-9a-f]{16}"})
         text = "deploy with acme_" + "0123456789abcdef" + " today"
-        assert [(s.rule, text[s.start:s.end]) for s in detectors.spans(text)] == [
+        assert [(s.rule, text[s.start:s.end]) for s in detector_spans(text, rules)] == [
             ("acme-token", "acme_0123456789abcdef")
         ]
 
@@ -122,26 +118,13 @@ class TestRules:
 
 
 class TestDetectSecretsPlugins:
-    """The detect-secrets patterns are declared with their flags and loaded on first use."""
+    """The detect-secrets patterns are read from the plugins' classes on first use."""
 
-    def test_declared_flags_are_the_plugins_own(self) -> None:
-        """Every plugin's `denylist` has as many patterns as declared, each with the
-        declared flags (the keyword gate reads the flags before the plugin loads)."""
-        for (module, name), flags in _detectors._DS_PLUGINS.items():
-            denylist = _detectors._plugin_class(module, name).denylist  # type: ignore[attr-defined]
-            assert tuple(p.flags for p in denylist) == flags, (module, name)
-
-    def test_a_plugin_pattern_is_the_plugin_s_compiled_pattern(self) -> None:
+    def test_a_plugin_rule_uses_the_plugin_s_compiled_pattern(self) -> None:
         from detect_secrets.plugins.slack import SlackDetector
 
-        found = [r.pattern for r in DEFAULT_RULES
-                 if isinstance(r.pattern, _detectors.PluginPattern)
-                 and r.pattern.where[:2] == ("slack", "SlackDetector")]
-        assert [p.compiled for p in found] == list(SlackDetector.denylist)
-        assert [p.pattern for p in found] == [p.pattern for p in SlackDetector.denylist]
-        assert found[0] == _detectors.PluginPattern("slack", "SlackDetector", 0, 0)
-        assert found[0] != found[1]
-        assert "slack.SlackDetector.denylist[0]" in repr(found[0])
+        found = [r for r in DEFAULT_RULES if r.plugin.startswith("slack.SlackDetector:")]
+        assert [r.regex for r in found] == list(SlackDetector.denylist)
 
     def test_plugins_load_one_thread_at_a_time(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A load saves the host's logging state, imports, and puts the state back; two
@@ -151,33 +134,35 @@ class TestDetectSecretsPlugins:
 
         held: list[bool] = []
 
-        def slow_import(name: str) -> Any:
+        def importing(name: str) -> Any:
             # Every import runs with the load lock held, so no second load can be inside.
-            held.append(_detectors._PLUGIN_LOAD.locked())
-            return types.SimpleNamespace(Plugin=type("Plugin", (), {}))
+            held.append(_rules._PLUGIN_LOAD.locked())
+            return types.SimpleNamespace(Plugin=type("Plugin", (), {"denylist": [re.compile("x")]}))
 
-        monkeypatch.setattr(_detectors, "importlib", types.SimpleNamespace(
-            import_module=slow_import))
+        monkeypatch.setattr(_rules, "importlib", types.SimpleNamespace(import_module=importing))
+        _rules._plugin_pattern.cache_clear()
         start = threading.Barrier(4)
 
-        def load() -> None:
+        def load(n: int) -> None:
             start.wait()
-            _detectors._plugin_class("module", "Plugin")
+            _rules._plugin_pattern(f"module{n}.Plugin:0")
 
-        threads = [threading.Thread(target=load) for _ in range(4)]
+        threads = [threading.Thread(target=load, args=(n,)) for n in range(4)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        _rules._plugin_pattern.cache_clear()
         assert held == [True] * 4
 
     @pytest.mark.parametrize("options", [{}, {"labelled": True}])
     def test_the_default_placeholders_do_not_look_like_secrets(
         self, options: dict[str, Any]
     ) -> None:
-        """A redactor with the default placeholder skips the check at construction (the
-        check would load detect-secrets); the check passes, so nothing is lost."""
-        Redactor(**options)._check_placeholder()
+        """The default placeholders hold nothing the scan would take out."""
+        redactor = Redactor(**options)
+        for label in ("X", "OPENAI_API_KEY", "authorization"):
+            assert redactor._spans(redactor._placeholder_for(label), query=True) == []
 
 
 class TestShapes:
@@ -218,36 +203,33 @@ class TestChecksums:
             "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(30))
             for _ in range(500)]
         for body in bodies:
-            assert "ghp_" + body + _detectors.base62_crc32(body) == checksummed_token(
-                "ghp_", body)
-        padded = [body for body in bodies if _detectors.base62_crc32(body).startswith("0")]
+            assert "ghp_" + body + base62_crc32(body) == checksummed_token("ghp_", body)
+        padded = [body for body in bodies if base62_crc32(body).startswith("0")]
         assert padded, "no body with a checksum under 62**5 met"
 
     @pytest.mark.parametrize("prefix", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "npm_"])
     def test_any_changed_character_fails(self, prefix: str) -> None:
         """Changing any one character of a valid token turns it into a near miss."""
-        detectors = Detectors()
         good = checksummed_token(prefix, "Qx7Lm2Pz9Rt4Vb8Nc3Hd6Jf1Kg5Ws0")
         family = "npm-token" if prefix == "npm_" else "github-token"
-        assert [s.rule for s in detectors.spans(f"t {good} .")] == [family]
+        assert [s.rule for s in detector_spans(f"t {good} .")] == [family]
         for at in range(4, len(good)):
             other = "a" if good[at] != "a" else "b"
             bad = good[:at] + other + good[at + 1:]
-            assert [s.rule for s in detectors.spans(f"t {bad} .")] == [family + "-near-miss"]
+            assert [s.rule for s in detector_spans(f"t {bad} .")] == [family + "-near-miss"]
 
     @pytest.mark.parametrize("prefix", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"])
     def test_wrong_length_is_a_near_miss(self, prefix: str) -> None:
         """30 letters and digits after a GitHub prefix (36 expected): a near miss."""
         token = prefix + "Qx7Lm2Pz9Rt4Vb8Nc3Hd6Jf1Kg5Ws0"
-        assert [s.rule for s in Detectors().spans(f"t {token} .")] == ["github-token-near-miss"]
+        assert [s.rule for s in detector_spans(f"t {token} .")] == ["github-token-near-miss"]
 
     def test_other_shapes_are_not_checked(self) -> None:
         """Underscores, longer tokens and `ghs_` wrapping a JWT carry no checksum."""
-        detectors = Detectors()
         for token in ("gh" + "s_" + A * 2 + "_" + A * 2 + "abc",
                       "gh" + "r_" + A * 10,
                       "github" + "_pat_" + A * 4):
-            assert [s.rule for s in detectors.spans(f"t {token} .")] == ["github-token"]
+            assert [s.rule for s in detector_spans(f"t {token} .")] == ["github-token"]
 
 
 class TestSseLineEndings:
@@ -267,11 +249,10 @@ class TestSseLineEndings:
 
 
 def _examples(attribute: str) -> list[tuple[str, str]]:
-    from redactkey.scan._detectors import DEFAULT_RULES
-
     out = []
     for rule in DEFAULT_RULES:
-        out.extend((rule.name, text) for text in getattr(rule, attribute))
+        texts = rule.example_texts() if attribute == "examples" else rule.not_example_texts()
+        out.extend((rule.name, text) for text in texts)
     return out
 
 
@@ -282,25 +263,19 @@ class TestRuleExamples:
                              ids=lambda v: v if len(v) < 40 else None)
     def test_example_fires_its_rule(self, name: str, text: str) -> None:
         """The named rule finds a secret in its example."""
-        from redactkey.scan._detectors import DEFAULT_RULES
-
-        detectors = Detectors([r for r in DEFAULT_RULES if r.name == name])
-        assert any(span.rule == name for span in detectors.spans(text))
+        rules = [r for r in DEFAULT_RULES if r.name == name]
+        assert any(span.rule == name for span in detector_spans(text, rules))
         assert Redactor().redact_text(text) != text
 
     @pytest.mark.parametrize(("name", "text"), _examples("not_examples"),
                              ids=lambda v: v if len(v) < 40 else None)
     def test_not_example_stays_silent(self, name: str, text: str) -> None:
         """The named rule finds nothing in its non-example."""
-        from redactkey.scan._detectors import DEFAULT_RULES
-
-        detectors = Detectors([r for r in DEFAULT_RULES if r.name == name])
-        assert not [span for span in detectors.spans(text) if span.rule == name]
+        rules = [r for r in DEFAULT_RULES if r.name == name]
+        assert not [span for span in detector_spans(text, rules) if span.rule == name]
 
     def test_every_rule_has_an_example(self) -> None:
         """No rule is declared without an example of what it finds."""
-        from redactkey.scan._detectors import DEFAULT_RULES
-
         names = {rule.name for rule in DEFAULT_RULES}
         with_examples = {rule.name for rule in DEFAULT_RULES if rule.examples}
         assert names == with_examples
@@ -308,11 +283,18 @@ class TestRuleExamples:
 
     def test_examples_are_the_same_on_every_run(self) -> None:
         """Example bodies are generated, deterministic and shaped by their alphabet."""
-        from redactkey.scan._detectors import fake
-
         assert fake(40, seed="x") == fake(40, seed="x")
         assert fake(40, seed="x") != fake(40, seed="y")
         assert set(fake(200, "abc", seed="z")) <= set("abc")
+        assert [r.example_texts() for r in DEFAULT_RULES] == [
+            r.example_texts() for r in _rules.load_rules()]
+
+    def test_a_bad_entry_is_refused_by_name(self) -> None:
+        """A rule with an unknown field or validator names itself."""
+        with pytest.raises(ValueError, match="'acme'"):
+            _rules._rule({"id": "acme", "keywords": ["a"], "pattern": "a", "colour": 1})
+        with pytest.raises(ValueError, match=r"'acme'.*'nope'"):
+            _rules._rule({"id": "acme", "keywords": ["a"], "pattern": "a", "validate": "nope"})
 
 
 class TestContexts:
@@ -347,7 +329,6 @@ class TestDocumentedRules:
         """Each rule name appears in the rule table of the redaction guide."""
         from pathlib import Path
 
-        from redactkey.scan._detectors import DEFAULT_RULES
 
         guide = (Path(__file__).resolve().parents[1] / "docs" / "redaction.md").read_text(
             encoding="utf-8")
@@ -355,111 +336,41 @@ class TestDocumentedRules:
         assert missing == []
 
 
-class TestLiterals:
-    """The one-pass literal search behind the keyword prefilter and the known values."""
-
-    def test_every_occurrence_overlapping_included(self) -> None:
-        """Nested and overlapping occurrences are all reported, in order of their ends."""
-        found = Literals(["abc", "bcd", "b"]).find("abcd abc")
-        assert sorted(found) == [(0, 0, 3), (0, 5, 8), (1, 1, 4), (2, 1, 2), (2, 6, 7)]
+class TestOnePass:
+    """The one search: literals found in one pass, offsets in characters, and a pattern
+    tried on a window at its keyword finds what it finds in any surroundings."""
 
     def test_offsets_count_characters(self) -> None:
-        """Offsets index the str, also after non-ASCII and non-BMP characters."""
-        text = "é😀 key=é😀-abc"
-        for index, start, end in Literals(["é😀", "abc"]).find(text):
-            assert text[start:end] == ["é😀", "abc"][index]
-
-    def test_lone_surrogates(self) -> None:
-        """Bytes decoded with surrogateescape are searched too, offsets exact."""
-        text = b"\xff\xfeabc \xe9 abc\xff".decode("utf-8", "surrogateescape") + "é abc"
-        found = Literals(["abc", "é"]).find(text)
-        assert [text[start:end] for _, start, end in found] == ["abc", "abc", "é", "abc"]
-        assert [index for index, _, _ in found] == [0, 0, 1, 0]
-
-    def test_detectors_take_hits_of_a_wider_search(self) -> None:
-        """Hits past the keywords (a caller's own literals) change nothing."""
-        detectors = Detectors()
+        """Spans index the str, also after non-ASCII, non-BMP and lone surrogates."""
         token = "gh" + "p_" + "a1B2" * 9
-        text = f"token {token} and more"
-        wider = Literals((*detectors.keywords, "and more"))
-        assert detectors.scan(text, wider.find(text)) == detectors.scan(text)
+        lone = b"\xff\xfe".decode("utf-8", "surrogateescape")
+        for text in (f"é😀 key {token} é😀", f"{lone}{token}{lone} ", f"{token}"):
+            spans = detector_spans(text)
+            assert [text[s.start:s.end] for s in spans if s.rule.startswith("github")] == [token]
 
+    def test_many_texts_in_one_search_as_one_by_one(self) -> None:
+        """`scan_many` over texts gives each text's own spans (none bleed across)."""
+        from redactkey.scan._engine import Scanner
+        from redactkey.scan._names import Names
 
-class TestWindows:
-    """In a long text a fired rule reads only the windows around its keywords: the same
-    spans as reading the whole text, whatever surrounds, repeats or glues the keys."""
+        scanner = Scanner(DEFAULT_RULES, Names())
+        texts = [text for _, text in _examples("examples")] + [
+            "api_key=abcdefgh1234", "", "é😀", "token=", "=secret-value-1"]
+        assert scanner.scan_many(texts) == [scanner.scan(text) for text in texts]
 
-    def test_every_default_rule_reads_near_its_keywords(self) -> None:
-        """Each rule is proven to hold a keyword in every match, within a bounded reach
-        or at the opening of the match."""
-        detectors = Detectors()
-        bounds = [detectors._bound(i) for i in range(len(detectors.rules))]
-        rules = zip(detectors.rules, bounds, strict=True)
-        assert [rule.name for rule, (reach, lead) in rules if reach is None and lead is None] == []
-        assert _detectors._opening(re.compile(r"ab(?:c|d)\w+"), ("abc",)) is None
-        assert _detectors._opening(re.compile(r"x{2}ab\w+"), ("ab",)) == (frozenset({2}), False)
-        assert _detectors._reach(re.compile(r"(?:ab|cd)+x"), ("ab",)) is None
-        assert _detectors._reach(re.compile(r"[a-z]{2}key=\w{4}"), ("key=",)) is not None
-        assert _detectors._reach(re.compile(r"k(?:ey|ee)=\w{4}"), ("key=",)) is None
-
-    def test_a_rule_s_reach_is_worked_out_when_it_first_reads_a_long_text(self) -> None:
-        """Building the detectors parses no rule's pattern; a rule that fires in a long
-        text has its reach worked out then, once."""
-        detectors = Detectors()
-        assert set(detectors._bounds) == {None}
-        token = "gh" + "p_" + "a1B2" * 9
-        detectors.spans("word " * 300 + token)
-        worked = [rule.name for rule, bound in zip(detectors.rules, detectors._bounds,
-                                                   strict=True) if bound is not None]
-        assert worked
-        assert len(worked) < len(detectors.rules) // 2
-
-    @pytest.mark.parametrize("seed", range(8))
-    def test_same_spans_as_the_whole_text(
-        self, seed: int, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """Rule examples and near misses strewn in filler (glued, case-changed, back to
-        back, percent-escaped) give the same spans windowed and whole."""
+    @pytest.mark.parametrize("seed", range(6))
+    def test_surroundings_do_not_change_a_match(self, seed: int) -> None:
+        """Every rule example, set in filler of any length that does not touch it, gives
+        the same spans (shifted) as alone: the window around a keyword holds every match."""
         rng = random.Random(seed)
-        samples = [s for rule in DEFAULT_RULES for s in (*rule.examples, *rule.not_examples)]
-        alphabet = string.ascii_letters + string.digits + " -_:=\"'/.%\n"
-        if seed % 2:
-            alphabet += "é😀"
-        parts: list[str] = []
-        for _ in range(60):
-            parts.append("".join(rng.choice(alphabet) for _ in range(rng.choice((0, 3, 40, 300)))))
-            sample = rng.choice(samples)
-            twist = rng.randrange(5)
-            if twist == 1:
-                sample = sample.upper()
-            elif twist == 2:
-                sample = sample[: len(sample) // 2]
-            elif twist == 3:
-                sample = sample + sample
-            elif twist == 4:
-                sample = "aws_secret_access_key = '" + sample[:40].ljust(40, "A") + "'"
-            parts.append(sample)
-        text = "".join(parts)
-        detectors = Detectors()
-        assert len(text) >= _detectors.WINDOWED_FROM
-        used: list[bool] = []
-        windows = _detectors._windows
-
-        def counted(*args: Any) -> list[tuple[int, int]] | None:
-            found = windows(*args)
-            used.append(found is not None)
-            return found
-
-        led = _detectors._led
-
-        def counted_led(*args: Any) -> list[re.Match[str]] | None:
-            found = led(*args)
-            used.append(found is not None)
-            return found
-
-        monkeypatch.setattr(_detectors, "_windows", counted)
-        monkeypatch.setattr(_detectors, "_led", counted_led)
-        windowed = detectors.scan(text)
-        assert any(used)
-        monkeypatch.setattr(_detectors, "WINDOWED_FROM", len(text) + 1)
-        assert detectors.scan(text) == windowed
+        alphabet = string.ascii_letters + string.digits + " -_:=\"'/.%\né😀"
+        for name, sample in _examples("examples"):
+            rules = [r for r in DEFAULT_RULES if r.name == name]
+            alone = [(s.start, s.end, s.rule) for s in detector_spans(sample, rules)]
+            head = "".join(rng.choice(alphabet) for _ in range(rng.choice((0, 5, 3000))))
+            tail = "".join(rng.choice(alphabet) for _ in range(rng.choice((0, 5, 3000))))
+            text = f"{head} \n {sample} \n {tail}"
+            shift = len(head) + 3
+            spans = [(s.start - shift, s.end - shift, s.rule) for s in detector_spans(text, rules)
+                     if shift <= s.start < shift + len(sample)]
+            assert spans == alone, name

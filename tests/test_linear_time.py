@@ -1,86 +1,133 @@
-"""Linear time: every rule's cost grows with the length of the text, not its square.
+"""Linear time, by construction and by measurement: hostile lines generated from the rules.
 
-Each rule (built-in, and a configuration's extra patterns) runs over adversarial 1 MB
-strings made for it: its keywords repeated, its examples repeated glued together, each
-example cut one character short and repeated (near misses), and one long run of the
-example's own characters after its prefix. A pattern that backtracks from every start
-position takes minutes on these; a linear one takes milliseconds.
+For every rule (read from the rules file, so a new rule is covered without a new test) and
+every credential name, lines that repeat its keywords, its examples glued together, its
+near misses, its separators and long runs of its own characters are redacted at two sizes;
+the larger must cost no more than 3.5 times the smaller (a quadratic cost shows as 9
+times) and stay under a per-megabyte budget. The shapes that once stalled the commands
+(issue reports) are measured too, through whole commands in `test_hostile_commands`.
 """
 
 from __future__ import annotations
 
 import gc
-import json
+import os
 import re
 import time
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from redactkey import Redactor
+from redactkey import Redactor, RunSecrets
 from redactkey._errors import UsageError
-from redactkey.commands._cli import main
-from redactkey.scan._detectors import DEFAULT_RULES, Detectors, Rule
+from redactkey.scan._names import SENSITIVE_KEYS
+from redactkey.scan._rules import DEFAULT_RULES, Rule
 
-MB = 1 << 20
-# Seconds per MB for one rule on one adversarial string. Linear rules take 1-50 ms here;
-# the quadratic `url-password` of old took minutes on 300 KB. Loose, for a busy machine.
-BUDGET_PER_MB = 1.5
+KB = 1 << 10
+# 32 KB and 96 KB by default (a quadratic cost already shows 9x there); set
+# REDACTKEY_HOSTILE_KB=1024 for the issue's sizes (1 MB and 3 MB).
+SMALL = int(os.environ.get("REDACTKEY_HOSTILE_KB", "32")) * KB
+LARGE = 3 * SMALL
+# CPU seconds per MB allowed on one hostile line (the whole redactor, not one rule); the
+# engine does these in 5-150 ms per MB. Loose, for a busy machine.
+BUDGET_PER_MB = 2.0
+# Below this many CPU seconds a measurement says nothing about growth (timer noise).
+FLOOR = 0.1
+SEPARATORS = (":", "=", "%", " ", ".", "/", '"', "\\", "a=", "a:")
 
 
-def _fill(piece: str, size: int = MB) -> str:
+def _fill(piece: str, size: int) -> str:
     return (piece * (size // max(1, len(piece)) + 1))[:size]
 
 
-def adversarial(rule: Rule) -> dict[str, str]:
-    """Strings of 1 MB that make a backtracking pattern slow."""
-    out: dict[str, str] = {}
-    keywords = rule.keywords or ("",)
-    out["keywords-glued"] = _fill("".join(keywords))
-    out["keywords-spaced"] = _fill(" ".join(keywords) + " ")
-    for example in rule.examples[:1]:
-        out["examples-glued"] = _fill(example)
-        out["near-misses-glued"] = _fill(example[:-1])
+def shapes(keywords: tuple[str, ...], examples: list[str]) -> Iterator[tuple[str, str]]:
+    """(label, repeated piece) of the hostile lines for one rule or name."""
+    yield "keywords-glued", "".join(keywords)
+    yield "keywords-spaced", " ".join(keywords) + " "
+    for sep in SEPARATORS:
+        yield f"keyword{sep!r}", keywords[0] + sep
+    for example in examples[:2]:
+        yield "examples-glued", example
+        yield "examples-spaced", example + " "
+        yield "near-misses", example[:-1]
+        yield "near-misses-spaced", example[:-1] + ":"
         body = "".join(sorted(set(example))) or "a"
-        out["run-of-example-characters"] = keywords[0] + " " + keywords[0] + _fill(body, MB - 64)
-    for char in ":%":
-        out[f"run-{char!r}"] = keywords[0] + _fill(char, MB - 64)
-    return out
+        yield "keyword-then-run", keywords[0] + body * 64
 
 
-def _rule_id(rule: Rule) -> str:
-    return f"{rule.name}:{DEFAULT_RULES.index(rule)}"
+def _cases() -> list[tuple[str, str]]:
+    """(label, piece) for every rule and name, each distinct piece once."""
+    out: dict[str, str] = {}
+    for index, rule in enumerate(DEFAULT_RULES):
+        for label, piece in shapes(rule.keywords, rule.example_texts()):
+            out.setdefault(piece, f"{rule.name}:{index}:{label}")
+    # the names share one mechanism: the shortest, the longest and a few of each shape
+    names = sorted(SENSITIVE_KEYS, key=lambda n: (len(n), n))
+    for name in {*names[:3], *names[-2:], "authorization", "api-key", "cookie", "token"}:
+        spelled = name.replace("-", "_")
+        for label, piece in shapes((spelled,), [f"{spelled}=abcdefgh1234",
+                                                f'"{spelled}": "k=k=k=k"']):
+            out.setdefault(piece, f"name:{spelled}:{label}")
+    # the shapes of the reports that measured minutes before the one-pass scan
+    for label, piece in {
+        "api_key=value": "api_key=abcdefgh1234",
+        "authorization-repeated": "Authorization: ",
+        "jwt-segments": "aaaaaaaa.eyJ",
+        "gitlab": "glpat-", "eyJ": "eyJ", "aws": "aws", "azure": "AccountKey=", "mailchimp": "-us1",
+        "api_key=a=": "api_key=" + "a=" * 64, "authorization-a:": "Authorization: a:",
+        "password-x:": "password=x:", "json-k=k": '{"api_key": "k=k=k=',
+        "masks": "sk-…abcd1234 ****abcd1234 xxxx...", "pem": "-----BEGIN PRIVATE KEY-----",
+        "bearer-run": "Bearer " + "a" * 300, "percent": "%41%42%2F%3D",
+    }.items():
+        out[piece] = f"report:{label}"
+    return sorted((label, piece) for piece, label in out.items())
 
 
-def _timed(detectors: Detectors, text: str) -> float:
-    """CPU seconds of one scan, the cyclic collector held off: in a worker whose heap holds
-    every SDK of the suite, one full collection during the scan costs a second or more,
-    which is the heap's cost, not the rule's."""
+def _cost(redact: Callable[[str], object], text: str) -> float:
+    """Best of three CPU times (the cyclic collector held off: a worker's heap holding
+    every SDK of the suite costs a collection its own second)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        start = time.process_time()
-        detectors.spans(text)
-        return time.process_time() - start
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            redact(text)
+            best = min(best, time.process_time() - start)
+            if best < FLOOR / 4:
+                break
+        return best
     finally:
         if collecting:
             gc.enable()
 
 
-@pytest.mark.slow  # seven adversarial megabytes per rule, timed
-class TestBuiltInRules:
-    """Every built-in rule is linear on its own adversarial strings."""
+def _redactor() -> Redactor:
+    secrets = RunSecrets({})
+    secrets.add("OPENAI_API_KEY", "sk-proj-" + "Qw3rTy7u" * 6)  # masks and variants too
+    return Redactor(secrets)
 
-    @pytest.mark.parametrize("rule", DEFAULT_RULES, ids=_rule_id)
-    def test_within_budget_per_mb(self, rule: Rule) -> None:
-        """Each adversarial megabyte costs less than the budget."""
-        detectors = Detectors([rule])
-        slow = {}
-        for label, text in adversarial(rule).items():
-            seconds = _timed(detectors, text)
-            if seconds > BUDGET_PER_MB * len(text) / MB:
-                slow[label] = round(seconds, 2)
-        assert not slow, f"{rule.name} is slow on {slow}"
+
+REDACTOR = _redactor()
+
+
+@pytest.mark.slow  # a thousand hostile lines at two sizes, timed
+class TestHostileLines:
+    """Every rule's and name's hostile lines cost linear time in the redactor."""
+
+    @pytest.mark.parametrize(("label", "piece"), _cases(), ids=[c[0] for c in _cases()])
+    def test_linear(self, label: str, piece: str) -> None:
+        """3x the text costs at most 3.5x, and under the budget per MB."""
+        small = _cost(REDACTOR.redact_text, _fill(piece, SMALL))
+        large = _cost(REDACTOR.redact_text, _fill(piece, LARGE))
+        assert large <= BUDGET_PER_MB * LARGE / (1 << 20), f"{large:.3f} s"
+        if large > FLOOR:
+            assert large <= 3.5 * max(small, FLOOR / 3), f"{small:.3f} s -> {large:.3f} s"
+
+    def test_every_rule_is_covered(self) -> None:
+        """The cases are generated from every rule of the rules file."""
+        labels = {label.split(":")[0] for label, _ in _cases()}
+        assert {rule.name for rule in DEFAULT_RULES} <= labels
 
 
 class TestExtraPatterns:
@@ -103,42 +150,6 @@ class TestExtraPatterns:
             Redactor(extra_patterns={"acme": re.compile(pattern)})
 
 
-def long_line_recording(directory: Path, size: int = 3 * MB) -> Path:
-    """A vcrpy-style cassette whose URL and body hold one long URL-safe run (a HAR or a
-    recording with a big generated value): the shape that used to stall every command."""
-    run = "x" * size
-    doc = {
-        "interactions": [
-            {
-                "request": {"method": "GET", "uri": "https://api.example.com/v1?q=" + run,
-                            "headers": {"accept": ["*/*"]}, "body": None},
-                "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
-                             "body": {"string": "see https://example.com/" + run}},
-            }
-        ],
-        "version": 1,
-    }
-    path = directory / "cassettes" / "long.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
-
-
-class TestLongLines:
-    """check, audit and scrub finish on a recording with a 3 MB line (they used to hang)."""
-
-    # Under 2 s each on a development machine; the quadratic pattern took minutes.
-    SECONDS = 15.0
-
-    @pytest.mark.parametrize("command", ["check", "audit", "scrub"])
-    def test_command_finishes(self, tmp_path: Path, command: str,
-                              capsys: pytest.CaptureFixture[str]) -> None:
-        """The command runs to the end on the 3 MB line, well within the bound."""
-        path = long_line_recording(tmp_path)
-        target = str(path if command == "check" else path.parent)
-        start = time.process_time()
-        code = main([command, target])
-        elapsed = time.process_time() - start
-        capsys.readouterr()
-        assert code in (0, 1)
-        assert elapsed < self.SECONDS, f"redact {command} took {elapsed:.1f} CPU-s"
+def test_rules_are_data() -> None:
+    """Each rule is a `Rule` read from the rules file, with a bounded window."""
+    assert all(isinstance(rule, Rule) and rule.width > 0 for rule in DEFAULT_RULES)

@@ -12,7 +12,7 @@ import yaml
 
 from redactkey import Redactor
 from redactkey.commands._cli import main
-from redactkey.scan._detectors import fake
+from redactkey.scan._validators import fake
 
 KEY = "sk-" + "proj-" + fake(48, seed="nested-context")
 # no provider prefix: only the field's name says it is a credential

@@ -41,8 +41,8 @@ from ..recordings._readers import (
     read_recording,
 )
 from ..redact._redactor import Redactor, shown_pointer
-from ..scan._detectors import NEAR_MISS_RULES
 from ..scan._placeholders import AUTH_SCHEMES, looks_redacted
+from ..scan._rules import NEAR_MISS_RULES
 from ..scan._vocabulary import COOKIE_HEADERS, header_class
 from ..secrets._run_secrets import RunSecrets, mask
 from ._issues import InputProblem, Issue, Report, value_tag

@@ -161,12 +161,22 @@ def _composite(text: str) -> bool:
 
 
 def looks_redacted(value: str, placeholder_check: Callable[[str], bool] | None = None) -> bool:
-    """Whether a value is a placeholder: ours (`placeholder_check`) or a common third-party one."""
+    """Whether a value is a placeholder: ours (`placeholder_check`) or a common third-party one.
+
+    Read once, without recursion: the value, the value without its auth scheme, and its part
+    after the first `:` (`user:[REDACTED]`) or `=` (`key=FILTERED`)."""
     text = value.strip().strip("'\"")
     if not text:
         return True
     bare = AUTH_SCHEMES.sub("", text).strip()
-    for candidate in (text, bare):
+    candidates = [text, bare]
+    if ":" in bare and not bare.startswith(("http:", "https:")):
+        candidates.append(bare.partition(":")[2])  # basic-auth user:password
+    if "=" in bare and "&" not in bare and " " not in bare:
+        candidates.append(bare.partition("=")[2])  # a query parameter with its value redacted
+    for index, candidate in enumerate(candidates):
+        if not candidate:
+            continue
         if placeholder_check is not None and placeholder_check(candidate):
             return True
         if candidate.lower() in _THIRD_PARTY_PLACEHOLDERS or _PLACEHOLDER_SHAPES.match(candidate):
@@ -176,15 +186,7 @@ def looks_redacted(value: str, placeholder_check: Callable[[str], bool] | None =
         if _VARIABLE_NAME.fullmatch(candidate) and sum(c.isdigit() for c in candidate) * 4 \
                 < len(candidate):
             return True
-    if ":" in bare and not bare.startswith(("http:", "https:")):
-        # basic-auth user:password with the password redacted
-        _user, _, password = bare.partition(":")
-        if password and looks_redacted(password, placeholder_check):
-            return True
-    if "=" in bare and "&" not in bare and " " not in bare:
-        # key=FILTERED, a query parameter with its value redacted
-        _name, _, rest = bare.partition("=")
-        if rest and looks_redacted(rest, placeholder_check):
+        if index >= 2 and _composite(candidate):
             return True
     return _composite(text)
 

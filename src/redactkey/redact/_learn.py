@@ -1,0 +1,135 @@
+"""Credentials a request sends by name, learned into the run's secrets.
+
+The value of every credential-named header, query parameter and field (`Authorization`,
+`x-api-key`, `?key=`, `"api_key"`, a URL's password) joins the run secrets under the slot
+`learned:<name>`, so an answer that echoes it is redacted like an environment variable's
+value: a key from a config file or a constructor argument is covered too. A `Bearer` /
+`Token` / `Basic` scheme is taken off, a `Basic` credential decoded, and the access key id
+of an AWS SigV4 `Authorization` taken; placeholders and stand-ins are passed over.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from ..scan._names import norm
+from ..scan._placeholders import looks_redacted
+from ._walk import MAX_DEPTH
+
+if TYPE_CHECKING:
+    from ._redactor import Redactor
+
+__all__ = ["credential_values", "credentials_of"]
+
+# Credential names whose value is read as a text of pairs, not taken whole as one value.
+_READ_AS_TEXT = ("cookie", "set-cookie")
+_SCHEMED = re.compile(r"^\s*(?P<scheme>[A-Za-z][A-Za-z0-9_\-]{0,20})\s+(?P<cred>\S+)\s*$")
+# AWS SigV4: `AWS4-HMAC-SHA256 Credential=<access key id>/<date>/<region>/<service>/…`
+_SIGV4 = re.compile(r"^\s*AWS4-[A-Z0-9\-]{1,32}\s+Credential=(?P<cred>[^/,\s]{1,256})/")
+
+
+def credentials_of(redactor: Redactor, request: Any) -> list[tuple[str, str]]:
+    """(name, value) of every credential `request` sends by name, in order."""
+    found: list[tuple[str, str]] = []
+    texts: list[str] = []
+    stack: list[tuple[Any, int]] = [(request, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            _text(redactor, value, depth, found, texts, stack)
+        elif isinstance(value, Mapping):
+            for key, item in reversed(list(value.items())):
+                if (isinstance(key, str) and redactor.key_class(key) == 1
+                        and norm(key) not in _READ_AS_TEXT):
+                    found.extend((key, leaf) for leaf in _string_leaves(item))
+                else:
+                    stack.append((item, depth + 1))
+        elif isinstance(value, (list, tuple)):
+            if (len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
+                    and redactor.key_class(value[0]) == 1):
+                found.append((value[0], value[1]))
+            else:
+                stack.extend((item, depth + 1) for item in reversed(value))
+    for text, spans in zip(texts, redactor._scanner().scan_many(texts), strict=True):
+        for span in spans:
+            if span.rule == "sensitive-key" and span.slot not in _READ_AS_TEXT:
+                found.append((span.slot or "credential", _unquoted(text[span.start:span.end])))
+            elif span.rule == "url-password":
+                found.append(("url-password", _unquoted(text[span.start:span.end])))
+    return found
+
+
+def _text(redactor: Redactor, text: str, depth: int, found: list[tuple[str, str]],
+          texts: list[str], stack: list[tuple[Any, int]]) -> None:
+    if len(text) < 8:
+        return
+    if text[:1] in ("{", "[") and depth < MAX_DEPTH:
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            data = None
+        if isinstance(data, (dict, list)):
+            stack.append((data, depth + 1))
+            return
+    if "=" in text or ":" in text:
+        texts.append(text)
+
+
+def _string_leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _string_leaves(item)]
+    return []
+
+
+def _unquoted(text: str) -> str:
+    return unquote(text) if "%" in text else text
+
+
+def credential_values(value: str) -> list[str]:
+    """The secret parts of a credential as sent: without its auth scheme; a `Basic`
+    credential decoded to its password (its base64 forms are among the variants); the
+    access key id of an AWS SigV4 `Authorization`."""
+    value = value.strip()
+    signed = _SIGV4.match(value)
+    if signed is not None:
+        return [signed.group("cred")]
+    match = _SCHEMED.match(value)
+    if match is None:
+        return [value] if value and not any(c.isspace() for c in value) else []
+    scheme, credential = match.group("scheme"), match.group("cred")
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(credential + "=" * (-len(credential) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            return [credential]
+        _user, colon, password = decoded.decode("utf-8", "surrogateescape").partition(":")
+        return [password, credential] if colon and password else [credential]
+    return [credential]
+
+
+def learn(redactor: Redactor, request: Any) -> int:
+    """Take the credentials `request` sends by name into the redactor's run secrets;
+    how many new values were learned."""
+    found = credentials_of(redactor, request)
+    if not found:
+        return 0
+    secrets = redactor._own_secrets()
+    before = secrets.version
+    for name, value in found:
+        slot = f"learned:{norm(name)}"
+        for credential in credential_values(value):
+            if secrets.holds(slot, credential) or len(credential) < secrets.min_length:
+                continue
+            if looks_redacted(credential, redactor.is_placeholder) or redactor._redacted(
+                    credential):
+                continue
+            secrets.learn(slot, credential)
+    return secrets.version - before

@@ -1,0 +1,284 @@
+"""One walk over JSON-like data: the redacted copy, its findings, and one scan for all of it.
+
+The walk copies containers as it meets them and decides at once what the structure
+decides (a credential-named member goes whole, a random value under a credential-ish name
+goes, a `[name, value]` header pair goes). Every string it meets is set aside with the
+place it came from; at the end one search (`Scanner.scan_many`) reads them all, and only
+the strings in which it found something are rewritten in place. A string that holds a
+document of its own (JSON, base64 text, a server-sent-event stream) is opened first, by a
+walk of its own, and then read with the others as the text it has become.
+
+Pointers are kept as a chain of (parent, token) pairs and written out only for a finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, SecretBytes, SecretStr
+
+from .._errors import UsageError, pointer_join
+from ..scan._validators import looks_high_entropy
+from ._findings import Finding, shown_pointer
+
+if TYPE_CHECKING:
+    from ._redactor import Redactor
+
+__all__ = ["MAX_DEPTH", "MAX_NESTING", "Path", "TooDeep", "Walk", "rendered"]
+
+# Documents held in strings are opened up to this depth; deeper ones are read as text.
+MAX_DEPTH = 8
+# Containers nest at most this deep in a document the walk opens (deeper: read as text).
+MAX_NESTING = 100
+_SCALARS = frozenset({int, float, bool, type(None)})
+B64_TEXT = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2}")
+_OPENS = frozenset("{[ \t\r\n")
+
+#: A JSON pointer as the walk keeps it: "" (the root), a written pointer, or (parent, token).
+Path = str | tuple[Any, Any]
+
+
+class TooDeep(Exception):
+    """A document nests deeper than `MAX_NESTING`."""
+
+
+def rendered(path: Path) -> str:
+    """The JSON pointer of a kept path."""
+    tokens: list[Any] = []
+    while isinstance(path, tuple):
+        path, token = path
+        tokens.append(token)
+    pointer = path
+    for token in reversed(tokens):
+        pointer = pointer_join(pointer, token)
+    return pointer
+
+
+def special(text: str, depth: int) -> bool:
+    """Whether `text` may hold a document of its own to open: JSON, base64 text or an
+    event stream."""
+    return depth < MAX_DEPTH and (
+        text[0] in _OPENS or text.startswith("data:") or "\ndata:" in text
+        or (len(text) >= 16 and " " not in text and B64_TEXT.fullmatch(text) is not None))
+
+
+class Walk:
+    """One redaction of one value (see the module docstring). `changed` tells whether the
+    copy differs from the value; `plain` whether the value was plain JSON data holding no
+    float and only ASCII member names (orjson then writes it as RFC 8785 does)."""
+
+    def __init__(self, redactor: Redactor, found: list[Finding] | None, depth: int = 0,
+                 *, nesting: int = -1, query: bool = False) -> None:
+        self.redactor = redactor
+        self.found = found
+        self.depth = depth
+        self.query = query  # strings are URLs: `?key=` and the like count as credentials
+        # how deep containers may nest before the walk gives up (-1: no limit, data handed in)
+        self.nesting = nesting
+        self.changed = False
+        self.plain = True
+        self._places: list[tuple[Any, Any, Path, bool]] = []  # (container, key, path, is_key)
+        self._texts: list[str] = []
+        # documents opened as JSON: their strings were read one by one, so the text as a
+        # whole is read only by the rules that run across its syntax
+        self._documents: list[tuple[Any, Any, Path, bool]] = []
+        self._document_texts: list[str] = []
+        self._classes = redactor._names.classes  # name -> class, filled as names are met
+
+    def run(self, value: Any, pointer: Path = "") -> Any:
+        if type(value) is str:
+            holder = [value]
+            self._string(holder, 0, value, pointer)
+            self._flush()
+            self.changed = holder[0] != value
+            return holder[0]
+        out = self._value(value, pointer, 0)
+        self._flush()
+        return out
+
+    # -- containers ---------------------------------------------------------------------
+
+    def _value(self, value: Any, path: Path, level: int) -> Any:
+        kind = type(value)
+        if kind is dict or kind is list or (kind is not str and isinstance(value, (Mapping,
+                                                                                  list))):
+            if level == self.nesting:
+                raise TooDeep
+            if kind is not dict and kind is not list:
+                self.plain = False
+            if isinstance(value, Mapping):
+                return self._mapping(value, path, level + 1)
+            return self._list(value, path, level + 1)
+        if kind in _SCALARS:
+            if kind is float:
+                self.plain = False
+            return value
+        self.plain = False
+        if isinstance(value, tuple):
+            return tuple(self._sub(item, (path, i)) for i, item in enumerate(value))
+        if isinstance(value, str):
+            return self._sub(str(value), path)
+        if isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, (bytes, bytearray)):
+            text = bytes(value).decode("utf-8", "surrogateescape")
+            redacted = self._sub(text, path)
+            if redacted == text:
+                return value
+            out = redacted.encode("utf-8", "surrogateescape")
+            return out if isinstance(value, bytes) else bytearray(out)
+        if isinstance(value, (SecretStr, SecretBytes)):
+            self.note(path, 0, 0, "secret-type", None, "")
+            self.changed = True
+            return self.redactor._placeholder_for("secret")
+        if isinstance(value, BaseModel):
+            return self._value(value.model_dump(mode="json"), path, level)
+        raise UsageError(
+            f"cannot redact a {type(value).__name__} at "
+            f"{shown_pointer(rendered(path)) or '(root)'}: "
+            "pass JSON-like data (dict, list, str, number, bool, None), str or bytes"
+        )
+
+    def _sub(self, value: Any, path: Path) -> Any:
+        """`value` redacted by a walk of its own (no place to rewrite it in later)."""
+        walk = Walk(self.redactor, self.found, self.depth, nesting=self.nesting)
+        out = walk.run(value, path)
+        self.changed |= walk.changed
+        self.plain &= walk.plain
+        return out
+
+    def _mapping(self, value: Mapping[Any, Any], path: Path, level: int) -> dict[Any, Any]:
+        redactor = self.redactor
+        classes = self._classes
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            child = (path, key)
+            if type(key) is not str:
+                self.plain = False
+                out[key] = item if type(item) in _SCALARS else self._value(item, child, level)
+                continue
+            klass = classes.get(key)
+            if klass is None:
+                klass = redactor.key_class(key)
+                if not key.isascii():
+                    self.plain = False
+            elif klass and not key.isascii():
+                self.plain = False
+            if klass == 1:
+                whole = redactor._whole(item, child, self.found, key)
+                self.changed |= whole is not item
+                out[key] = whole
+            elif (klass == 2 and redactor.detects and type(item) is str
+                  and not redactor._redacted(item) and looks_high_entropy(item)):
+                self.note(child, 0, len(item), "high-entropy", None, item)
+                out[key] = redactor._placeholder_for(key)
+                self.changed = True
+            elif type(item) is str:
+                out[key] = item
+                if len(item) >= 8:
+                    self._string(out, key, item, child)
+            elif type(item) in _SCALARS:
+                if type(item) is float:
+                    self.plain = False
+                out[key] = item
+            else:
+                out[key] = self._value(item, child, level)
+            if len(key) >= 8:
+                self._places.append((out, key, child, True))
+                self._texts.append(key)
+        return out
+
+    def _list(self, value: list[Any], path: Path, level: int) -> list[Any]:
+        out: list[Any] = []
+        pair = (len(value) == 2 and type(value[0]) is str
+                and self.redactor.key_class(value[0]) == 1)
+        for index, item in enumerate(value):
+            if type(item) is str:
+                out.append(item)
+                if pair and index == 1:
+                    out[1] = self.redactor._whole(item, (path, 1), self.found, value[0])
+                    self.changed |= out[1] is not item
+                elif len(item) >= 8:
+                    self._string(out, index, item, (path, index))
+            elif type(item) in _SCALARS:
+                if type(item) is float:
+                    self.plain = False
+                out.append(item)
+            elif pair and index == 1:
+                whole = self.redactor._whole(item, (path, 1), self.found, value[0])
+                self.changed |= whole is not item
+                out.append(whole)
+            else:
+                out.append(self._value(item, (path, index), level))
+        return out
+
+    # -- strings ------------------------------------------------------------------------
+
+    def _string(self, container: Any, key: Any, text: str, path: Path) -> None:
+        """Set `text` aside for the one search, opening a document it holds first."""
+        if len(text) < 8:
+            return
+        if special(text, self.depth):
+            opened, document = self.redactor._opened(text, path, self.found, self.depth)
+            if opened is not text:
+                container[key] = opened
+                self.changed |= opened != text
+                text = opened
+            if document:
+                self._documents.append((container, key, path, False))
+                self._document_texts.append(text)
+                return
+        self._places.append((container, key, path, False))
+        self._texts.append(text)
+
+    def _flush(self) -> None:
+        """Scan every string set aside, in one search, and rewrite those it found in."""
+        redactor = self.redactor
+        if self._texts:
+            self._rewrite(self._places, self._texts,
+                          redactor._scanner().scan_many(self._texts, query=self.query))
+        if self._document_texts:
+            self._rewrite(self._documents, self._document_texts,
+                          redactor._scanner(across=True).scan_many(self._document_texts))
+
+    def _rewrite(self, places: list[tuple[Any, Any, Path, bool]], texts: list[str],
+                 scans: list[list[Any]]) -> None:
+        redactor = self.redactor
+        renamed: dict[int, tuple[MutableMapping[Any, Any], dict[Any, Any]]] = {}
+        for (container, key, path, is_key), text, spans in zip(places, texts, scans,
+                                                                strict=True):
+            if not spans:
+                continue
+            pointer = rendered(path) if self.found is not None else ""
+            new = redactor._apply(text, spans, pointer, self.found)
+            if new == text:
+                continue
+            self.changed = True
+            if is_key:
+                renamed.setdefault(id(container), (container, {}))[1][key] = new
+            else:
+                container[key] = new
+        for container, names in renamed.values():
+            _rename(container, names)
+
+    def note(self, path: Path, start: int, end: int, rule: str, slot: str | None,
+             secret: str) -> None:
+        if self.found is not None:
+            self.redactor._note(self.found, rendered(path), start, end, rule, slot, secret)
+
+
+def _rename(mapping: MutableMapping[Any, Any], names: dict[Any, Any]) -> None:
+    """Rename members of `mapping` in place, keeping their order; a new name that is taken
+    gets `~2`, `~3`, … (two secrets as member names cannot merge)."""
+    items = list(mapping.items())
+    mapping.clear()
+    for key, item in items:
+        new = names.get(key, key)
+        if new != key and new in mapping:
+            n = 2
+            while f"{new}~{n}" in mapping:
+                n += 1
+            new = f"{new}~{n}"
+        mapping[new] = item
