@@ -44,6 +44,7 @@ __all__ = [
 DEFAULT_PLACEHOLDER = "[REDACTED]"
 LABELLED_PLACEHOLDER = "[REDACTED:{label}]"
 _ALNUM = re.compile(r"[A-Za-z0-9]")
+_PASSES = 4  # reads of a text that taking spans out keeps changing (`_settled`)
 _FROM_URLSAFE = str.maketrans("-_", "+/")
 _LINE_BREAKS = str.maketrans("", "", "\r\n\t")
 # a JSON string that is one base64 run (it may hold a text to open)
@@ -287,6 +288,21 @@ class Redactor:
               rule: str, slot: str | None, secret: str) -> None:
         if found is not None:
             found.append(Finding(pointer, rule, slot, mask(secret), start, end))
+
+    def _settled(self, text: str, spans: list[Span], pointer: str,
+                 found: list[Finding] | None, *, query: bool, across: bool) -> str:
+        """`text` with `spans` applied, then read again while that changed it (at most
+        `_PASSES` times): a placeholder can free what the span it replaced held apart (a
+        quote glued to an escape, a key glued to the secret before it). A text with
+        nothing to take out is read once; what is changed is read a bounded few times."""
+        new = self._apply(text, spans, pointer, found)
+        for _ in range(_PASSES - 1):
+            if new == text:
+                break
+            text = new
+            spans = self._scanner(across=across).scan(text, query=query)
+            new = self._apply(text, spans, pointer, found) if spans else text
+        return new
 
     def _apply(self, text: str, spans: list[Span], pointer: str,
                found: list[Finding] | None, *, filtered: bool = False) -> str:

@@ -162,9 +162,7 @@ class Walk:
             klass = classes.get(key)
             if klass is None:
                 klass = redactor.key_class(key)
-                if not key.isascii():
-                    self.plain = False
-            elif klass and not key.isascii():
+            if not key.isascii():
                 self.plain = False
             if klass == 1:
                 whole = redactor._whole(item, child, self.found, key)
@@ -252,7 +250,8 @@ class Walk:
             if not spans:
                 continue
             pointer = rendered(path) if self.found is not None else ""
-            new = redactor._apply(text, spans, pointer, self.found)
+            new = redactor._settled(text, spans, pointer, self.found, query=self.query,
+                                    across=places is self._documents)
             if new == text:
                 continue
             self.changed = True
