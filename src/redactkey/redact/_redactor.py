@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import json
 import re
@@ -219,7 +220,17 @@ class Redactor:
         """Redact recorded stream chunks, including secrets split across consecutive chunks:
         chunks are JSON values (the same field of consecutive chunk objects is read as one
         text) or SSE texts/bytes (consecutive `data:` events are read the same way)."""
-        chunks = list(chunks)
+        previous = list(chunks)
+        out = self._stream_once(previous)
+        # as `_settled` for one text: what taking spans out of the chunks joined anew is
+        # read again, a bounded few times, so `redact_stream` is idempotent
+        for _ in range(_PASSES - 1):
+            if out == previous:
+                break
+            previous, out = out, self._stream_once(out)
+        return out
+
+    def _stream_once(self, chunks: list[Any]) -> list[Any]:
         if chunks and all(isinstance(c, (str, bytes)) for c in chunks) and any(
                 _streams.looks_sse(_as_text(c)) for c in chunks):
             joined = _streams.sse_pass(self, [_as_text(c) for c in chunks])
@@ -309,11 +320,14 @@ class Redactor:
         """`text` with each span (overlapping ones merged) replaced by a placeholder; spans
         inside a placeholder already there, or holding only placeholders, are passed over."""
         if not filtered:
-            marks: list[tuple[int, int]] = []
+            starts: list[int] = []  # the placeholders already in the text, in order
+            ends: list[int] = []
             if "[REDACTED" in text or self._labelled or self.placeholder != DEFAULT_PLACEHOLDER:
-                marks = [m.span() for m in self._placeholder_re.finditer(text)]
+                for mark in self._placeholder_re.finditer(text):
+                    starts.append(mark.start())
+                    ends.append(mark.end())
             spans = [s for s in spans if s.end > s.start
-                     and not any(a <= s.start and s.end <= b for a, b in marks)
+                     and not _inside(starts, ends, s.start, s.end)
                      and not self._redacted(text[s.start:s.end])]
         merged: list[Span] = []
         for span in sorted(spans, key=lambda s: (s.start, -s.end, s.rule, s.slot or "")):
@@ -450,6 +464,12 @@ class Redactor:
             self._note(found, pointer, 0, 0, "sensitive-key", None, "")
             return self._placeholder_for(label)
         return Walk(self, found).run(value, path)
+
+
+def _inside(starts: list[int], ends: list[int], start: int, end: int) -> bool:
+    """Whether [start, end) lies within one of the (ordered, disjoint) placeholders."""
+    at = bisect.bisect_right(starts, start) - 1
+    return at >= 0 and end <= ends[at]
 
 
 def _ordered(found: list[Finding]) -> list[Finding]:

@@ -235,12 +235,12 @@ class Scanner:
             if rule.lead and start > 0 and start not in ends and _glued_before(
                     text, start, rule.glue_before):
                 continue
-            found = self._try(rule, text, start, known_starts, ends)
-            if found is not None:
-                span, match_end = found
+            span, reached = self._try(rule, text, start, known_starts, ends)
+            if span is not None:
                 out.append(span)
                 ends.add(span.end)
-                last_end[index] = match_end
+            if reached:  # (as `finditer`: a keyword inside the last match is passed over)
+                last_end[index] = reached
         for index in self._always:
             rule = self.rules[index]
             for match in rule.regex.finditer(text):
@@ -249,40 +249,39 @@ class Scanner:
         return out
 
     def _try(self, rule: Rule, text: str, at: int, known_starts: list[int], ends: set[int]
-             ) -> tuple[Span, int] | None:
-        """The rule's match at the keyword at `at`, on a bounded window, if it counts. When
-        it is glued to a secret's variant that follows it, the window ends there."""
+             ) -> tuple[Span | None, int]:
+        """The rule's match at the keyword at `at`, on a bounded window, if it counts, and
+        where the pattern's match ended (0: none). When it is glued to a secret's variant
+        that follows it, the window ends there."""
         limit = min(len(text), at + rule.width + 8)
-        span = self._match(rule, text, at, limit, ends, known_starts)
+        span, reached = self._match(rule, text, at, limit, ends, known_starts)
         if span is None:
             nearest = bisect.bisect_right(known_starts, at)
             if nearest < len(known_starts) and known_starts[nearest] < limit:
-                span = self._match(rule, text, at, known_starts[nearest], ends, known_starts)
-        return span
+                clipped, end = self._match(rule, text, at, known_starts[nearest], ends,
+                                           known_starts)
+                if clipped is not None:
+                    return clipped, end
+        return span, reached
 
     def _match(self, rule: Rule, text: str, at: int, limit: int, ends: set[int],
-               known_starts: list[int]) -> tuple[Span, int] | None:
+               known_starts: list[int]) -> tuple[Span | None, int]:
         if at < rule.before:
-            return None
+            return None, 0
         match = rule.regex.match(text, at - rule.before, limit)
         if match is None:
-            return None
+            return None, 0
         group = rule.group if rule.group <= rule.regex.groups else 0
         start, end = match.span(group)
-        if start < 0 or end <= start:
-            return None
         secret = text[start:end]
-        if not rule.ids and is_known_id(secret):
-            return None
+        if start < 0 or end <= start or (not rule.ids and is_known_id(secret)):
+            return None, match.end()
         validate = rule.validate
-        if validate is not None and not validate(secret):
-            return None
-        if not rule.bounded and (
+        if (validate is not None and not validate(secret)) or (not rule.bounded and (
             (start > 0 and start not in ends and _glued_before(text, start, _TOKEN))
-            or (end < len(text) and text[end] in _TOKEN
-                and not _holds(known_starts, end))
-        ):
-            return None
+            or (end < len(text) and text[end] in _TOKEN and not _holds(known_starts, end))
+        )):
+            return None, match.end()
         return Span(start, end, rule.name, None), match.end()
 
     # -- percent-encoded text -------------------------------------------------------------
