@@ -60,6 +60,7 @@ ALPHABETS = {
     "upper": string.ascii_uppercase + string.digits,
     "letters": string.ascii_letters,
     "base64": string.ascii_letters + string.digits + "+/",
+    "digits": string.digits,
 }
 CONTEXTS = ("json-message", "yaml-body", "vcr-header", "url-query")
 RECALL_TARGET = 0.95
@@ -90,6 +91,9 @@ def _parts(parts: list[Any], rng: random.Random) -> str:
             out.append(part)
         elif "base64_of" in part:
             out.append(base64.b64encode(_parts(part["base64_of"], rng).encode()).decode())
+        elif "base64url_of" in part:  # a JWT segment: URL-safe, unpadded
+            encoded = base64.urlsafe_b64encode(_parts(part["base64url_of"], rng).encode())
+            out.append(encoded.decode().rstrip("="))
         else:
             alphabet = ALPHABETS[part["alphabet"]]
             body = "".join(rng.choice(alphabet) for _ in range(int(part["length"])))
@@ -145,6 +149,13 @@ def redactor_hits(path: Path, value: str) -> bool:
 
 def run_check(root: Path) -> dict[str, set[str]]:
     """Severities of `redact check` findings per file (one subprocess over the tree)."""
+    return {path: {severity for _, severity in found}
+            for path, found in check_findings(root).items()}
+
+
+def check_findings(root: Path) -> dict[str, list[tuple[str, str]]]:
+    """(rule, severity) of every `redact check` finding per file, one subprocess over
+    the tree (paths relative to `root`, with `/`)."""
     bindir = Path(sys.executable).parent
     redact = shutil.which("redact", path=str(bindir)) or "redact"
     env = {k: v for k, v in os.environ.items()
@@ -152,9 +163,9 @@ def run_check(root: Path) -> dict[str, set[str]]:
     proc = subprocess.run([redact, "check", "--format", "json", "."], cwd=root, env=env,
                           capture_output=True, text=True, check=False)
     report = json.loads(proc.stdout)
-    out: dict[str, set[str]] = defaultdict(set)
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for finding in report["findings"]:
-        out[finding["path"].replace(os.sep, "/")].add(finding["severity"])
+        out[finding["path"].replace(os.sep, "/")].append((finding["rule"], finding["severity"]))
     return out
 
 
