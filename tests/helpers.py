@@ -55,11 +55,12 @@ _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 def checksummed_token(prefix: str, body: str) -> str:
     """A GitHub- or npm-shaped token whose checksum holds: `prefix`, the 30 characters
-    `body` (letters and digits), then their CRC32 in base62, 6 characters padded with
-    zeros. Computed here, apart from the product's own code, so a test of the checksum
-    rule is not checked against itself. Valid for nothing: the body is made up."""
-    if len(body) != 30 or not body.isascii() or not body.isalnum():
-        raise ValueError(f"a token body is 30 letters and digits, not {body!r}")
+    `body` (letters and digits; 70 in a GitHub refresh token), then their CRC32 in base62,
+    6 characters padded with zeros. Computed here, apart from the product's own code, so a
+    test of the checksum rule is not checked against itself. Valid for nothing: the body
+    is made up."""
+    if len(body) not in (30, 70) or not body.isascii() or not body.isalnum():
+        raise ValueError(f"a token body is 30 (or 70) letters and digits, not {body!r}")
     number = zlib.crc32(body.encode("ascii"))
     checksum = ""
     while number:
