@@ -188,7 +188,8 @@ class TestShapes:
         assert shannon_entropy("aaaa") == 0.0
         assert looks_high_entropy("Qx7Lm2Pz9Rt4Vb8Nc3Hd6Jf1Kg5")
         assert not looks_high_entropy("password-reset-link")
-        assert not looks_high_entropy(HEX * 4)
+        assert looks_high_entropy(HEX * 4)  # a digest's shape, under a credential's name
+        assert not looks_high_entropy("chatcmpl-" + HEX * 2)  # a provider's named id
         assert not looks_high_entropy("with spaces 123 abc def ghi")
 
 

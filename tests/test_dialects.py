@@ -381,7 +381,6 @@ def test_every_dialect_has_an_example() -> None:
         assert list((DATA / row[0]).glob("UPSTREAM_LICENSE*")), row[0]
 
 
-@pytest.mark.xfail(strict=True, reason="needs the credential-name rule for `token`")
 def test_betamax_oauth_token_is_redacted(tmp_path: Path) -> None:
     """GitHub's `POST /authorizations` answers the new OAuth token under `token`: the
     migrated fixture must not hold it."""

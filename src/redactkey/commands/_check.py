@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from .._errors import FixtureFormatError, UsageError
 from ..record._config import Config
@@ -41,7 +42,7 @@ from ..recordings._readers import (
     read_recording,
 )
 from ..redact._redactor import Redactor, shown_pointer
-from ..scan._placeholders import AUTH_SCHEMES, looks_redacted
+from ..scan._placeholders import AUTH_SCHEMES, looks_redacted, made_up
 from ..scan._rules import NEAR_MISS_RULES
 from ..scan._vocabulary import COOKIE_HEADERS, header_class
 from ..secrets._run_secrets import RunSecrets, mask
@@ -64,6 +65,12 @@ __all__ = [
 
 # rules that flag a value because of the name it sits under, not because of its shape
 _BY_NAME_RULES = frozenset({"sensitive-key", "high-entropy", "url-password"})
+
+
+def _made_up(value: str) -> bool:
+    """Whether a finding's value (or its credential without an auth scheme) looks made up."""
+    trimmed = value.strip().lstrip("`('\"").rstrip("`)'\".,;:")
+    return made_up(trimmed) or made_up(AUTH_SCHEMES.sub("", trimmed).strip())
 
 STRUCTURED_SUFFIXES = RECORDING_SUFFIXES
 
@@ -240,9 +247,14 @@ class Checker:
         return kept
 
     def _issue(self, issue: Issue, value: str) -> Issue:
-        """A finding as reported: a near miss is a warning; with a baseline, a value tag."""
+        """A finding as reported: a near miss, or a value that looks made up (a fake or an
+        example: `scan._placeholders.made_up`), is a warning; with a baseline, a value tag."""
         if issue.rule in NEAR_MISS_RULES:
             issue = dataclasses.replace(issue, severity="warning")
+        elif _made_up(value):
+            issue = dataclasses.replace(issue, severity="warning",
+                                        detail=issue.detail or "looks made up (a fake or an "
+                                                               "example), not a working key")
         if self.tagging:
             issue = dataclasses.replace(issue, tag=value_tag(value, issue.fingerprint))
         return issue
@@ -268,9 +280,14 @@ class Checker:
     def _dismiss(self, rule: str, segment: str, whole: str | None) -> bool:
         placeholder = self.redactor.is_placeholder
         trimmed = segment.strip().lstrip("`('\"").rstrip("`)'\".,;:")
+        if "%" in trimmed:  # (a template in a URL is percent-encoded: `%24%7Bpassword%7D`)
+            trimmed = unquote(trimmed)
         if looks_redacted(segment, placeholder) or looks_redacted(trimmed, placeholder):
             return True
-        if whole is not None and whole != segment and looks_redacted(whole, placeholder):
+        # The value around a finding by name may say it is a placeholder (`Bearer <TOKEN>`);
+        # around a detector's match it says nothing: the match itself is the evidence.
+        if (rule in _BY_NAME_RULES and whole is not None and whole != segment
+                and looks_redacted(whole, placeholder)):
             return True
         if rule in _BY_NAME_RULES:
             bare = AUTH_SCHEMES.sub("", trimmed).strip()

@@ -14,7 +14,7 @@ tests run every example through `is_placeholder`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "PlaceholderStyle",
     "is_placeholder",
     "looks_redacted",
+    "made_up",
 ]
 
 # Values other projects put where a credential was: they count as redacted.
@@ -38,6 +39,8 @@ _THIRD_PARTY_PLACEHOLDERS = frozenset(
         "your_api_key", "sk-xxx", "test-key", "test_key", "fake-key", "fake_key",
         "password", "passwd", "pass", "pw", "secret", "changeme", "token", "apikey",
         "api_key", "api-key", "your-token", "your_token", "<token>", "<password>",
+        # openai-dotnet's test-proxy recordings; PyGithub's ReplayData
+        "sanitized", "client_secret_removed",
     )
 )
 # Keys that providers print in their own documentation (AWS's EXAMPLE pair, Stripe's
@@ -68,6 +71,14 @@ DOCUMENTED_EXAMPLES = frozenset(
         "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
     }
 )
+# The start of example tokens that documentation prints (jwt.io's and Wikipedia's JWTs,
+# header and payload; GitHub's OAuth documentation's refresh token): public, never a leak.
+DOCUMENTED_PREFIXES = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0"
+    "IjoxNTE2MjM5MDIyfQ",
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJsb2dnZWRJbkFzIjoiYWRtaW4iLCJpYXQiOjE0MjI3Nzk2Mzh9",
+    "ghr_1B4a2e77838347a7E420ce178F2E7c6912E169246c3CE1ccbF66C46812d16D5B1A9Dc86A1498",
+)
 # A provider prefix (`ghp_`, `sk-proj-`, `xoxb-`) in front of a body that is no key.
 _PREFIX = re.compile(r"^(?:[A-Za-z0-9]{1,12}[-_.]){1,3}")
 # Prefixes glued to their body with no separator (AWS key ids, Google API keys).
@@ -84,13 +95,14 @@ _PLACEHOLDER_SHAPES = re.compile(
       | \{\{[A-Za-z0-9_. -]{1,64}\}\}      # {{API_KEY}}
       | \$\{[A-Za-z0-9_.:-]{1,64}\}        # ${API_KEY}, ${env:TOKEN}
       | \{[A-Za-z_][A-Za-z0-9_]{0,63}\}    # {api_key}
-      | \$[A-Z_][A-Z0-9_]{2,63}            # $OPENAI_API_KEY
+      | \$[A-Za-z_][A-Za-z0-9_$]{2,63}      # $OPENAI_API_KEY, $super$ecret
+      | \$\(.{1,200}\)                     # $(vault read -field=token ...)
       | [A-Za-z0-9_/+=-]{0,60}EXAMPLE(?:KEY)?[A-Za-z0-9_/+=-]{0,8}  # AKIA...EXAMPLE
       | [A-Za-z0-9_-]{0,40}-X{3,}          # AUTHORIZATION-XXX, OPENAI-ORG-XXX
       | X{3,} | \*{3,} | \.{3,}
       | \*{1,3}[A-Za-z_]{3,32}\*{1,3}       # **REDACTED**
       | [A-Za-z0-9_-]{1,16}(?:\.{3}|…)      # sk-..., AIza..., sk-ant-…
-      | (?:fake|dummy|mock|test|example)[A-Za-z0-9_-]{0,40}
+      | (?:fake|dummy|mock|test|example|your)[A-Za-z0-9_-]{0,40}
     )$""",
     re.IGNORECASE,
 )
@@ -181,7 +193,8 @@ def looks_redacted(value: str, placeholder_check: Callable[[str], bool] | None =
             return True
         if candidate.lower() in _THIRD_PARTY_PLACEHOLDERS or _PLACEHOLDER_SHAPES.match(candidate):
             return True
-        if candidate in DOCUMENTED_EXAMPLES or _filler(candidate):
+        if candidate in DOCUMENTED_EXAMPLES or candidate.startswith(DOCUMENTED_PREFIXES) \
+                or _filler(candidate):
             return True
         if _VARIABLE_NAME.fullmatch(candidate) and sum(c.isdigit() for c in candidate) * 4 \
                 < len(candidate):
@@ -213,3 +226,59 @@ def _filler(text: str) -> bool:
 def is_placeholder(value: str) -> bool:
     """Whether `value` is made only of placeholders and fixed syntax (already redacted)."""
     return looks_redacted(value)
+
+
+# Words a made-up key spells in its body (`sk-fake-…`, `…-example-…`, `…notreal…`); `test`
+# counts only at the end (`…Ntest`), `xxxx` as a mask.
+_MADE_UP_WORDS = re.compile(r"(?i)fake|dummy|example|sample|placeholder|notreal|invalid|xxxx")
+_REPEATED_CHARACTER = re.compile(r"(.)\1{5}")
+_DIGIT_RUN = re.compile(r"[0-9]{6,}")
+_TOKEN_SHAPED = re.compile(r"[A-Za-z0-9_\-.+/=~]{8,512}")
+
+
+def made_up(value: str) -> bool:
+    """Whether a key-shaped value is made up rather than issued: after a provider prefix its
+    letters step through the alphabet six or more times running (`aBcDeF`) or a run of its
+    digits does (`123456`), repeats one character six times running or a block of eight characters
+    (`DEADBEEFDEADBEEF`), or spells a fake (`…example…`, `…test`). A key a provider issues is
+    random: any of these in one is a one-in-a-million chance. Only a value shaped like one
+    token is judged (a key inside a text is judged on its own)."""
+    if _TOKEN_SHAPED.fullmatch(value) is None:
+        return False
+    body = _PREFIX.sub("", value, count=1) if len(value) > 8 else value
+    if body == value:
+        body = _GLUED_PREFIX.sub("", value, count=1)
+    if len(body) < 8:
+        return False
+    if (_MADE_UP_WORDS.search(body) or body.lower().endswith("test")
+            or _REPEATED_CHARACTER.search(body)):
+        return True
+    return _repeats_a_block(body) or _steps(c.lower() for c in body if c.isalpha()) \
+        or any(_steps(digits) for digits in _DIGIT_RUN.findall(body))
+
+
+def _repeats_a_block(body: str, size: int = 8) -> bool:
+    seen: dict[str, int] = {}
+    for at in range(len(body) - size + 1):
+        first = seen.setdefault(body[at:at + size], at)
+        if at - first >= size:
+            return True
+    return False
+
+
+def _steps(chars: Iterable[str], run: int = 6) -> bool:
+    """Whether `chars` (a doubled character counted once) step by one the same way `run`
+    times running: `abcdef`, `zyxwvu`, `012345`."""
+    length, step, last = 1, 0, ""
+    for char in chars:
+        if char == last:
+            continue
+        delta = ord(char) - ord(last) if last else 0
+        if delta in (1, -1) and (delta == step or length == 1):
+            length, step = length + 1, delta
+            if length >= run:
+                return True
+        else:
+            length, step = 1, 0
+        last = char
+    return False

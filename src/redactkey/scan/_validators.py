@@ -70,12 +70,13 @@ def with_checksum(prefix: str, seed: str) -> str:
 
 
 def _checksummed(token: str) -> bool | None:
-    """For a token of the checksummed shape (a 4-character prefix, then 30 + 6 letters
-    and digits), whether its checksum holds; None for any other shape."""
+    """For a token of a checksummed shape (a 4-character prefix, then 30 or 70 letters and
+    digits and 6 more: GitHub's tokens and refresh tokens, npm's), whether its checksum
+    holds; None for any other shape."""
     body = token[4:]
-    if len(body) != 36 or not body.isascii() or not body.isalnum():
+    if len(body) not in (36, 76) or not body.isascii() or not body.isalnum():
         return None
-    return base62_crc32(body[:30]) == body[30:]
+    return base62_crc32(body[:-6]) == body[-6:]
 
 
 def _jwt(token: str) -> bool:
@@ -114,24 +115,30 @@ VALIDATORS: dict[str, Callable[[str], bool]] = {
     "credential": _credential,
     "credential-20": lambda token: _credential(token) and len(token) >= 20,
     "varied": lambda token: len(set(token)) > 4,
+    # a private key's body holds a base64 run (a line of it), not prose
+    "pem-body": lambda body: re.search(r"[A-Za-z0-9+/]{24}", body) is not None,
 }
 
 
-_KNOWN_ID = re.compile(
+# Ids a provider names by their prefix, and data URLs: never credentials.
+_NAMED_ID = re.compile(
     r"""(?x)
     (?:chatcmpl|cmpl|req|msg|call|toolu|srvtoolu|fp|resp|rs|fc|ctc|ig|mcp|ws|file|asst|thread|run
       |step|batch|evt|ft|ftjob|vs|org|proj|user|sess|span|trace|container|cntr|ci|item|gen
       |compl|conv|embd|modr|upload|part|sbx|wf)[-_][A-Za-z0-9_\-]{4,}
-    | [0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}
-    | (?:sha(?:1|256|384|512)[:\-=])?[0-9a-f]{32,128} | [0-9A-F]{32,128}
     | data:[\w/+.\-]+;base64,[A-Za-z0-9+/=\s]*
     """
+)
+# UUIDs and hex digests: ids in text; under a credential's name, a credential's shape.
+_DIGEST = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|(?:sha(?:1|256|384|512)[:\-=])?[0-9a-f]{32,128}|[0-9A-F]{32,128}"
 )
 
 
 def is_known_id(text: str) -> bool:
-    """Ids, digests and data URLs that look random but are never credentials."""
-    return _KNOWN_ID.fullmatch(text) is not None
+    """Ids, digests and data URLs that look random but are never credentials (in text)."""
+    return _NAMED_ID.fullmatch(text) is not None or _DIGEST.fullmatch(text) is not None
 
 
 def shannon_entropy(text: str) -> float:
@@ -151,10 +158,14 @@ _HEX = re.compile(r"[0-9a-fA-F]+")
 
 def looks_high_entropy(text: str) -> bool:
     """A token-shaped value random enough to be a credential (used only under credential-named
-    fields): 16+ token characters, letters and digits, and high Shannon entropy."""
-    if _TOKENISH.fullmatch(text) is None or is_known_id(text):
+    fields, `token`, `github_token`, `db_password`): 16+ token characters, letters and
+    digits, and high Shannon entropy. A hex digest or a UUID there is a credential too (an
+    OAuth token of 40 hex); a provider's named id (`chatcmpl-…`) never is."""
+    if _TOKENISH.fullmatch(text) is None or _NAMED_ID.fullmatch(text) is not None:
         return False
     if not any(c.isdigit() for c in text) or not any(c.isalpha() for c in text):
         return False
+    if _DIGEST.fullmatch(text) is not None:
+        return True
     threshold = 3.0 if _HEX.fullmatch(text) else min(3.6, math.log2(len(text)) - 0.6)
     return shannon_entropy(text) >= threshold
