@@ -15,13 +15,13 @@ import pytest
 from redactkey import (
     ExpiredFixtureError,
     ExpiredFixtureWarning,
-    FixtureAges,
     FixtureDir,
     ModelFixtures,
     Redactor,
     RunSecrets,
     UsageError,
 )
+from redactkey.fixtures._age import FixtureAges
 from redactkey.commands._cli import main
 from redactkey.fixtures._age import format_duration, parse_duration
 

@@ -74,7 +74,7 @@ class TestRecordModeBypass:
         result.assert_outcomes(passed=1, failed=1)
         result.stdout.fnmatch_lines([
             "*NetworkRefusedError: test_slots.py::test_async_slot_left_empty: network "
-            f"connection to 127.0.0.1:* refused: it did not go through a redactkey transport "
+            f"connection to 127.0.0.1:* refused: it did not go through a redactkey face "
             f"(mode {mode})*docs/clients.md*",
         ])
         recorded = list((pytester.path / "fixtures" / "test_slots").glob("http.*.json"))

@@ -108,7 +108,8 @@ fixtures = ModelFixtures(FixtureDir("tests/fixtures"))
     # modes.md: the ToolFixtures of the block above, and the typing names the tools use
     "stream-tools": """
 from collections.abc import AsyncIterator, Iterator
-from redactkey import FixtureDir, Redactor, ToolFixtures
+from redactkey import FixtureDir, Redactor
+from redactkey.record._tools import ToolFixtures
 tools = ToolFixtures(FixtureDir("tests/fixtures"), redactor=Redactor())
 """,
     # redaction.md: components that read secrets, a request, chunks and an answer

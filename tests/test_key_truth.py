@@ -21,9 +21,9 @@ from redactkey import (
     ModelFixtures,
     Redactor,
     RunSecrets,
-    ToolFixtures,
     request_key,
 )
+from redactkey.record._tools import ToolFixtures
 from redactkey.commands._cli import cli
 from redactkey.record._config import Config, load_config
 

@@ -135,17 +135,14 @@ class TestConfiguration:
 
 
 class TestOverrides:
-    """A project's own fixture of a plugin name is what the plugin's other fixtures use."""
+    """A project's own `redactkey` (and secret slots) is what the plugin's other fixtures
+    are views of."""
 
     def test_overridden_pieces_are_used(self, pytester: pytest.Pytester) -> None:
         pytester.makeconftest(
             """
             import pytest
             from redactkey import Redactor
-
-            @pytest.fixture
-            def redactor(run_secrets):
-                return Redactor(run_secrets, placeholder="[MINE]")
 
             @pytest.fixture
             def redactkey_secret_slots():
@@ -163,8 +160,10 @@ class TestOverrides:
                     return self.inner.get(kind, key)
 
             @pytest.fixture
-            def fixture_store(fixture_store):
-                return Counting(fixture_store)
+            def redactkey(redactkey):
+                return redactkey.replace(
+                    store_or_path=Counting(redactkey.store),
+                    redactor=Redactor(redactkey.secrets, placeholder="[MINE]"))
             """
         )
         pytester.makepyfile(
@@ -302,24 +301,24 @@ class TestFixtureCost:
     ) -> None:
         """The run's secrets are read again when any variable changes, is added or goes;
         not when only the variable pytest sets for every test does."""
-        from redactkey.pytest_plugin import _environment, _same_environment
+        from redactkey.pytest_plugin import _environment
 
         monkeypatch.setenv("SOME_API_KEY", "first-" + "v" * 12)
         monkeypatch.setenv("PYTEST_CURRENT_TEST", "test_a.py::test_one (setup)")
         seen = _environment()
-        assert _same_environment(seen)
+        assert _environment() == seen
         monkeypatch.setenv("PYTEST_CURRENT_TEST", "test_a.py::test_two (call)")
-        assert _same_environment(seen)
+        assert _environment() == seen
         monkeypatch.delenv("PYTEST_CURRENT_TEST")
-        assert _same_environment(seen)
+        assert _environment() == seen
         monkeypatch.setenv("SOME_API_KEY", "other-" + "v" * 12)
-        assert not _same_environment(seen)
+        assert _environment() != seen
         seen = _environment()
         monkeypatch.setenv("NEW_API_KEY", "new-" + "v" * 12)
-        assert not _same_environment(seen)
+        assert _environment() != seen
         seen = _environment()
         monkeypatch.delenv("SOME_API_KEY")
-        assert not _same_environment(seen)
+        assert _environment() != seen
 
 class TestStores:
     """One store per fixture directory, shared by its tests, never by another directory."""

@@ -407,7 +407,7 @@ class TestNetworkGuard:
     ) -> None:
         """What `socket.socket` held as its own before a phase (another tool's patch) is
         what it holds after it; an inherited method is inherited again."""
-        from redactkey.pytest_plugin import NetworkRefusedError, RedactkeySettings, _NetworkGuard
+        from redactkey.clients._guard import NetworkGuard, NetworkRefusedError
 
         def theirs(self: socket.socket, address: object) -> None:
             raise AssertionError("not reached inside the guard")
@@ -415,17 +415,15 @@ class TestNetworkGuard:
         for name in own:
             monkeypatch.setattr(socket.socket, name, theirs, raising=False)
         before = {name: socket.socket.__dict__.get(name) for name in ("connect", "connect_ex")}
-        settings = RedactkeySettings(nodeid="t.py::t", mode="replay", model_mode="replay",
-                                     fixture_dir=Path("fixtures"), allow_loopback=False)
-        guard = _NetworkGuard(settings, {})
+        guard = NetworkGuard("t.py::t", "replay", allow_loopback=False, blocked={},
+                             how_to_record="record it")
         for _ in range(2):  # two phases of one test
-            with guard.active():
+            with guard:
                 sock = socket.socket()
                 with pytest.raises(NetworkRefusedError):
                     sock.connect(("192.0.2.1", 9))
             after = {name: socket.socket.__dict__.get(name) for name in ("connect", "connect_ex")}
             assert after == before
-        guard.release()
 
     def test_fixture_setup_is_guarded(self, pytester: pytest.Pytester) -> None:
         """A fixture that calls out during setup is refused too."""
@@ -522,7 +520,7 @@ class TestSessionSummary:
         result = run(pytester)
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines([
-            "missing (no recorded call; run with --redactkey-mode=record (or auto)*",
+            "missing (no recorded call; each failed test says how to record it):",
             "  test_calls.py::test_one: chat 6b86b273ff34… in fixtures/test_calls",
         ])
 

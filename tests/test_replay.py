@@ -26,7 +26,9 @@ from redactkey import (
 )
 from redactkey._errors import RedactkeyError
 from redactkey.fixtures._format import RecordedErrorBody
-from redactkey.record._replay import ModelFixtures, ToolFixtures, resolve_mode
+from redactkey.record._modes import resolve_mode
+from redactkey.record._replay import ModelFixtures
+from redactkey.record._tools import ToolFixtures
 
 SECRET = "sk-proj-" + "A1b2" * 12
 
@@ -229,36 +231,6 @@ class TestModes:
             with pytest.raises(FixtureFormatError, match=path.name):
                 fixtures(tmp_path, mode).call("text", REQUEST, Live("y"))
         assert path.read_text() == "{"
-
-
-class TestOver:
-    """`ModelFixtures.over`: the same layer over another store, as a new one would be."""
-
-    def test_keeps_the_settings_and_takes_the_new_store_redactor_and_label(
-        self, tmp_path: Path
-    ) -> None:
-        """Mode, key specs and advice carry over; the store, redactor and label are the
-        new ones, and calls reach the new store only."""
-        first, second = tmp_path / "a", tmp_path / "b"
-        layer = fixtures(first, "record", how_to_record="record it", label="one")
-        other_redactor = FakeRedactor()
-        moved = layer.over(FixtureDir(second), redactor=other_redactor, label="two")
-        assert (moved.mode, moved.how_to_record, moved.spec_for("text")) == (
-            layer.mode, layer.how_to_record, layer.spec_for("text"))
-        assert (moved.redactor, moved.label) == (other_redactor, "two")
-        assert moved.call("text", REQUEST, Live("answer")) == "answer"
-        assert not first.exists()
-        assert len(list(second.iterdir())) == 1
-        assert layer.label == "one"
-
-    def test_what_one_layer_recorded_is_its_own(self, tmp_path: Path) -> None:
-        """A call recorded through one layer is no repeat for a layer made from it: in
-        record mode that one calls live again."""
-        layer = fixtures(tmp_path, "record")
-        layer.call("text", REQUEST, Live("first"))
-        live = Live("second")
-        assert layer.over(FixtureDir(tmp_path)).call("text", REQUEST, live) == "second"
-        assert live.calls == 1
 
 
 class TestRepeatedCalls:
@@ -779,8 +751,8 @@ class TestRealRedactor:
         assert value not in next(tmp_path.iterdir()).read_text()
 
 
-class TestKeyOf:
-    """`key_of` gives the key a call uses, and the next call of that request reuses it."""
+class TestKeyed:
+    """`key` keys a call once; the `*_keyed` methods go on from it without keying again."""
 
     class Counting(FakeRedactor):
         """Counts how often a request is keyed (`learn` runs once per keying)."""
@@ -793,23 +765,20 @@ class TestKeyOf:
             self.keyed += 1
             return 0
 
-    def test_the_next_call_of_the_same_request_is_keyed_once(self, tmp_path: Path) -> None:
-        """key_of then call of the same object: one keying, and the key the call wrote."""
+    def test_a_keyed_call_is_keyed_once(self, tmp_path: Path) -> None:
+        """key then call_keyed: one keying, and the key the call wrote."""
         redactor = self.Counting()
         calls = fixtures(tmp_path, "record", redactor=redactor)
-        request = dict(REQUEST)
-        key = calls.key_of("chat", request)
-        calls.call("chat", request, Live({"ok": True}))
-        assert (tmp_path / f"@model.chat.{key}.json").is_file()
+        call = calls.key("chat", dict(REQUEST))
+        calls.call_keyed(call, Live({"ok": True}))
+        assert (tmp_path / f"@model.chat.{call.key}.json").is_file()
         assert redactor.keyed == 1
 
-    def test_another_request_is_keyed_afresh(self, tmp_path: Path) -> None:
-        """The reuse is for that one object only: an equal copy, or a later call, keys again."""
+    def test_a_call_keys_afresh(self, tmp_path: Path) -> None:
+        """Every `call` keys its request: an equal copy keys to the same key."""
         redactor = self.Counting()
         calls = fixtures(tmp_path, "record", redactor=redactor)
-        request = dict(REQUEST)
-        key = calls.key_of("chat", request)
+        key = calls.key("chat", dict(REQUEST)).key
         calls.call("chat", dict(REQUEST), Live({"ok": True}))
-        calls.call("chat", request, Live({"ok": True}))
-        assert redactor.keyed == 3
+        assert redactor.keyed == 2
         assert (tmp_path / f"@model.chat.{key}.json").is_file()

@@ -1,7 +1,8 @@
 """A replayed call reads its fixture once, and a lookup builds what it needs only once.
 
 The HTTP layer asks whether a recording is a stream before replaying it; that read is
-the replay's own (`ModelFixtures.recorded`), never a second read of the same file.
+the replay's own (`ModelFixtures.replayed` of a keyed call), never a second read of the
+same file.
 """
 
 from __future__ import annotations
@@ -48,30 +49,20 @@ def store(tmp_path: Path) -> CountingStore:
     return CountingStore(FixtureDir(tmp_path))
 
 
-class TestRecorded:
-    """`ModelFixtures.recorded` reads for the call that follows it."""
+class TestKeyed:
+    """`ModelFixtures.key` keys a call once; what `replayed` reads for it is what the keyed
+    call replays."""
 
-    def test_the_next_call_of_that_request_reads_nothing_more(
-        self, store: CountingStore
-    ) -> None:
+    def test_a_look_then_the_call_reads_once(self, store: CountingStore) -> None:
         fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
-        found = fixtures.recorded("chat", REQUEST)
-        assert found is not None
-        assert found.answer == {"text": "recorded"}
-        assert fixtures.call("chat", REQUEST, None) == {"text": "recorded"}
+        call = fixtures.key("chat", REQUEST)
+        found = fixtures.replayed(call)
+        assert found is not None and found.answer == {"text": "recorded"}
+        assert fixtures.call_keyed(call, None) == {"text": "recorded"}
         assert store.gets == 1
 
-    def test_another_request_reads_again(self, store: CountingStore) -> None:
+    def test_each_call_reads_its_own(self, store: CountingStore) -> None:
         fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
-        fixtures.recorded("chat", REQUEST)
-        other = {**REQUEST, "model": "m2"}
-        fixtures.recorded("chat", other)
-        assert fixtures.call("chat", REQUEST, None) == {"text": "recorded"}
-        assert store.gets == 3
-
-    def test_the_read_is_used_once(self, store: CountingStore) -> None:
-        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
-        fixtures.recorded("chat", REQUEST)
         fixtures.call("chat", REQUEST, None)
         fixtures.call("chat", REQUEST, None)
         assert store.gets == 2
@@ -79,9 +70,48 @@ class TestRecorded:
     def test_a_miss_is_reported_as_a_miss(self, tmp_path: Path) -> None:
         fixtures = ModelFixtures(FixtureDir(tmp_path / "empty"), mode="replay",
                                  redactor=Redactor())
-        assert fixtures.recorded("chat", REQUEST) is None
+        call = fixtures.key("chat", REQUEST)
+        assert fixtures.replayed(call) is None
         with pytest.raises(MissingFixtureError):
-            fixtures.call("chat", REQUEST, None)
+            fixtures.call_keyed(call, None)
+
+    def test_a_recorded_stream_is_told_and_replayed_from_one_read(
+        self, tmp_path: Path
+    ) -> None:
+        recorder = ModelFixtures(FixtureDir(tmp_path), mode="record", redactor=Redactor())
+        list(recorder.stream("chat", REQUEST, lambda: iter([{"t": "a"}, {"t": "b"}])))
+        store = CountingStore(FixtureDir(tmp_path))
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
+        call = fixtures.key("chat", REQUEST)
+        assert fixtures.replayed(call).outcome == "chunks"  # type: ignore[union-attr]
+        assert list(fixtures.stream_keyed(call, None)) == [{"t": "a"}, {"t": "b"}]
+        assert store.gets == 1
+
+    def test_a_replayed_answer_is_reported_once(self, store: CountingStore) -> None:
+        noted: list[tuple[str, str]] = []
+
+        class Log:
+            def note(self, outcome: str, kind: str, key: str, **where: Any) -> None:
+                noted.append((outcome, kind))
+
+        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor(), report=Log())
+        call = fixtures.key("chat", REQUEST)
+        fixtures.replayed(call)
+        assert fixtures.call_keyed(call, None) == {"text": "recorded"}
+        assert noted == [("replayed", "chat")]
+
+    def test_recorded_reads_the_file_whole(self, tmp_path: Path) -> None:
+        """The stored request may even be unreadable: replay reads the outcome only,
+        while `recorded` (which hands the fixture to its caller) reads the file whole."""
+        ModelFixtures(FixtureDir(tmp_path), mode="record", redactor=Redactor()).call(
+            "chat", REQUEST, lambda: {"text": "recorded"})
+        (path,) = tmp_path.iterdir()
+        path.write_bytes(path.read_bytes().replace(b'"one read"', b'one read'))
+        fixtures = ModelFixtures(FixtureDir(tmp_path), mode="replay", redactor=Redactor())
+        assert fixtures.replayed(fixtures.key("chat", REQUEST)).outcome == "answer"  # type: ignore[union-attr]
+        assert fixtures.call("chat", REQUEST, None) == {"text": "recorded"}
+        with pytest.raises(FixtureFormatError):
+            fixtures.recorded("chat", REQUEST)
 
 
 class TestTransport:
@@ -115,90 +145,3 @@ class TestTransport:
         with httpx2.Client(transport=replay) as client:
             assert client.get("https://api.example.com/v1/events").content == sse
         assert store.gets == 1
-
-
-class TestReplayedAnswer:
-    """`ModelFixtures.replayed_answer` replays an answer as `call` would, in one read; for
-    anything else it says no and the call that follows reuses its read."""
-
-    def test_an_answer_is_read_once(self, store: CountingStore) -> None:
-        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
-        assert fixtures.replayed_answer("chat", REQUEST) == (True, {"text": "recorded"})
-        assert store.gets == 1
-
-    def test_a_miss_is_left_to_the_call(self, tmp_path: Path) -> None:
-        store = CountingStore(FixtureDir(tmp_path / "empty"))
-        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
-        assert fixtures.replayed_answer("chat", REQUEST) == (False, None)
-        with pytest.raises(MissingFixtureError):
-            fixtures.call("chat", REQUEST, None)
-        assert store.gets == 1
-
-    def test_a_recorded_stream_is_left_to_the_stream(self, tmp_path: Path) -> None:
-        recorder = ModelFixtures(FixtureDir(tmp_path), mode="record", redactor=Redactor())
-        list(recorder.stream("chat", REQUEST, lambda: iter([{"t": "a"}, {"t": "b"}])))
-        store = CountingStore(FixtureDir(tmp_path))
-        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
-        assert fixtures.replayed_answer("chat", REQUEST) == (False, None)
-        assert fixtures.recorded_outcome("chat", REQUEST) == "chunks"
-        assert list(fixtures.stream("chat", REQUEST, None)) == [{"t": "a"}, {"t": "b"}]
-        assert store.gets == 1
-
-    def test_an_answer_replayed_is_reported_once(self, store: CountingStore) -> None:
-        noted: list[tuple[str, str]] = []
-
-        class Log:
-            def note(self, outcome: str, kind: str, key: str, **where: Any) -> None:
-                noted.append((outcome, kind))
-
-        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor(), report=Log())
-        assert fixtures.replayed_answer("chat", REQUEST)[0]
-        assert noted == [("replayed", "chat")]
-
-    def test_a_copy_over_another_store_reads_that_store(
-        self, store: CountingStore, tmp_path: Path
-    ) -> None:
-        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
-        assert fixtures.replayed_answer("chat", REQUEST)[0]
-        other = CountingStore(FixtureDir(tmp_path / "elsewhere"))
-        assert fixtures.over(other).replayed_answer("chat", REQUEST) == (False, None)
-        assert (store.gets, other.gets) == (1, 1)
-        assert fixtures.replayed_answer("chat", REQUEST)[0]
-        assert store.gets == 2
-
-    @pytest.mark.parametrize("mode", ["record", "verify", "live"])
-    def test_other_modes_read_nothing(self, store: CountingStore, mode: Any) -> None:
-        fixtures = ModelFixtures(store, mode=mode, redactor=Redactor())
-        assert fixtures.replayed_answer("chat", REQUEST) == (False, None)
-        assert store.gets == 0
-
-
-class TestRecordedOutcome:
-    """`ModelFixtures.recorded_outcome` names the outcome from the read the next call
-    replays; the file's request is not read for it (replay never needs it)."""
-
-    def test_outcome_then_call_read_once(self, store: CountingStore) -> None:
-        fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
-        assert fixtures.recorded_outcome("chat", REQUEST) == "answer"
-        assert fixtures.call("chat", REQUEST, None) == {"text": "recorded"}
-        assert store.gets == 1
-
-    def test_nothing_recorded_is_none(self, tmp_path: Path) -> None:
-        fixtures = ModelFixtures(FixtureDir(tmp_path / "empty"), mode="replay",
-                                 redactor=Redactor())
-        assert fixtures.recorded_outcome("chat", REQUEST) is None
-
-    def test_a_directory_store_is_replayed_without_parsing_the_request(
-        self, tmp_path: Path
-    ) -> None:
-        """The stored request may even be unreadable: replay reads the outcome only,
-        while `recorded` (which hands the fixture to its caller) reads the file whole."""
-        ModelFixtures(FixtureDir(tmp_path), mode="record", redactor=Redactor()).call(
-            "chat", REQUEST, lambda: {"text": "recorded"})
-        (path,) = tmp_path.iterdir()
-        path.write_bytes(path.read_bytes().replace(b'"one read"', b'one read'))
-        fixtures = ModelFixtures(FixtureDir(tmp_path), mode="replay", redactor=Redactor())
-        assert fixtures.recorded_outcome("chat", REQUEST) == "answer"
-        assert fixtures.call("chat", REQUEST, None) == {"text": "recorded"}
-        with pytest.raises(FixtureFormatError):
-            fixtures.recorded("chat", REQUEST)

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from redactkey import FixtureDir, MissingFixtureError, Redactor, RunSecrets, ToolFixtures
+from redactkey import FixtureDir, MissingFixtureError, Redactor, RunSecrets
+from redactkey.record._tools import ToolFixtures
 
 
 def _token() -> str:

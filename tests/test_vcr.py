@@ -14,7 +14,8 @@ import vcr
 from vcr.request import Request
 
 from fakeprovider import FakeProvider
-from redactkey import UsageError, VcrHooks, use_redactkey
+from redactkey import UsageError, use_redactkey
+from redactkey.clients._vcr import VcrHooks
 from sdk_scenarios import redactor_for
 
 

@@ -21,9 +21,9 @@ from redactkey import (
     RunReport,
     RunSecrets,
     StructuredOutputError,
-    ToolFixtures,
     VerifyRules,
 )
+from redactkey.record._tools import ToolFixtures
 from redactkey.fixtures._verify import compare_answers, compare_streams
 
 pytest_plugins = ["pytester"]

@@ -45,31 +45,27 @@ from .secrets._run_secrets import DeclaresSecrets, RunSecrets, collect_run_secre
 if TYPE_CHECKING:
     from .clients._aiohttp import aiohttp_session
     from .clients._botocore import use_botocore
+    from .clients._guard import NetworkRefusedError
     from .clients._httpx import FixtureTransport, ForwardingTransport
+    from .clients._recorder import Recorder
     from .clients._requests import RequestsAdapter
-    from .clients._vcr import VcrHooks, use_redactkey
-    from .fixtures._age import FixtureAges
+    from .clients._vcr import use_redactkey
     from .fixtures._verify import VerifyRules
-    from .pytest_plugin import NetworkRefusedError
-    from .record._replay import ClientAdapter, ModelFixtures, ToolFixtures, resolve_mode
+    from .record._replay import ModelFixtures
     from .record._report import RunReport
 
 # Loaded on first use so `import redactkey` (and every `redact` command) stays light:
-# the transport and vcr layers import httpx and httpx2, the replay layer jsonschema.
+# the faces import their client libraries, the replay layer jsonschema.
 _LAZY = {
-    "ClientAdapter": ".record._replay",
-    "FixtureAges": ".fixtures._age",
     "FixtureTransport": ".clients._httpx",
     "ForwardingTransport": ".clients._httpx",
     "ModelFixtures": ".record._replay",
-    "NetworkRefusedError": ".pytest_plugin",
+    "NetworkRefusedError": ".clients._guard",
+    "Recorder": ".clients._recorder",
     "RequestsAdapter": ".clients._requests",
     "RunReport": ".record._report",
-    "ToolFixtures": ".record._replay",
-    "VcrHooks": ".clients._vcr",
     "VerifyRules": ".fixtures._verify",
     "aiohttp_session": ".clients._aiohttp",
-    "resolve_mode": ".record._replay",
     "use_botocore": ".clients._botocore",
     "use_redactkey": ".clients._vcr",
 }
@@ -81,7 +77,6 @@ __all__ = [
     "SENSITIVE_KEYS",
     "CanonicalizationError",
     "CassetteStore",
-    "ClientAdapter",
     "Config",
     "ConfigError",
     "DeclaresSecrets",
@@ -93,7 +88,6 @@ __all__ = [
     "ExpiredFixtureWarning",
     "Finding",
     "Fixture",
-    "FixtureAges",
     "FixtureDir",
     "FixtureError",
     "FixtureFormatError",
@@ -107,6 +101,7 @@ __all__ = [
     "NetworkRefusedError",
     "PinFields",
     "RecordedError",
+    "Recorder",
     "RedactkeyError",
     "Redactor",
     "ReplaceVolatile",
@@ -116,9 +111,7 @@ __all__ = [
     "SecretError",
     "StaleFixtureError",
     "StructuredOutputError",
-    "ToolFixtures",
     "UsageError",
-    "VcrHooks",
     "VerifyRules",
     "VolatileValueWarning",
     "aiohttp_session",
@@ -128,7 +121,6 @@ __all__ = [
     "key_material",
     "load_config",
     "request_key",
-    "resolve_mode",
     "use_botocore",
     "use_redactkey",
 ]

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from redactkey import FixtureAges
+from redactkey.fixtures._age import FixtureAges
 
 FILES = 5_000
 COMMITS = 20

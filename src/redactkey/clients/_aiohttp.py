@@ -43,10 +43,10 @@ if TYPE_CHECKING:
 
     from ..fixtures._store import FixtureStore
     from ..keys._keys import KeySpec
-    from ..record._replay import Mode
+    from ..record._modes import Mode
     from ..redact._redactor import Redactor
 
-__all__ = ["aiohttp_session"]
+__all__ = ["aiohttp_session", "session"]
 
 _LIMIT = 2**16
 
@@ -220,6 +220,20 @@ class _Middleware:
         content.feed_eof()
 
 
+def session(http: HttpFixtures, *, connector_options: Mapping[str, Any] | None = None,
+            **session_kwargs: Any) -> aiohttp.ClientSession:
+    """An `aiohttp.ClientSession` whose calls go through `http` (what `aiohttp_session`
+    and `Recorder.aiohttp_session` return)."""
+    if "connector" in session_kwargs:
+        raise UsageError(
+            "aiohttp_session makes its own connector (it answers replayed requests from "
+            "memory); pass its settings as connector_options={...} instead of connector="
+        )
+    connector = _Connector(**dict(connector_options or {}))
+    middlewares = (*session_kwargs.pop("middlewares", ()), _Middleware(http, connector))
+    return aiohttp.ClientSession(connector=connector, middlewares=middlewares, **session_kwargs)
+
+
 def aiohttp_session(
     store: FixtureStore,
     *,
@@ -240,18 +254,9 @@ def aiohttp_session(
     `ClientSession` (headers, base_url, timeout, trace_configs, your own middlewares,
     which run before redactkey's); the session makes its own `TCPConnector`, to which
     `connector_options` are passed (``limit``, ``ssl``…). Call it inside a running
-    event loop, as `ClientSession` itself wants.
+    event loop, as `ClientSession` itself wants. `Recorder.aiohttp_session(**kw)` is
+    the same with the recorder's settings.
     """
-    if "connector" in session_kwargs:
-        raise UsageError(
-            "aiohttp_session makes its own connector (it answers replayed requests from "
-            "memory); pass its settings as connector_options={...} instead of connector="
-        )
-    fixtures = HttpFixtures(
-        store, mode=mode, redactor=redactor, spec=spec, model=model,
-        response_headers=response_headers, how_to_record=how_to_record,
-    )
-    connector = _Connector(**dict(connector_options or {}))
-    middlewares = (*session_kwargs.pop("middlewares", ()), _Middleware(fixtures, connector))
-    return aiohttp.ClientSession(connector=connector, middlewares=middlewares, **session_kwargs)
-
+    http = HttpFixtures(store, mode=mode, redactor=redactor, spec=spec, model=model,
+                        response_headers=response_headers, how_to_record=how_to_record)
+    return session(http, connector_options=connector_options, **session_kwargs)

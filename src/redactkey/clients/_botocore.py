@@ -27,8 +27,7 @@ from ..record._exchange import HttpFixtures, LiveResponse, LiveStream, Reply
 
 if TYPE_CHECKING:
     from ..fixtures._store import FixtureStore
-    from ..keys._keys import KeySpec
-    from ..record._replay import Mode
+    from ..record._modes import Mode
     from ..redact._redactor import Redactor
 
 __all__ = ["BOTOCORE_RESPONSE_HEADERS", "use_botocore"]
@@ -165,19 +164,19 @@ def use_botocore(
     *,
     mode: Mode | None = None,
     redactor: Redactor | None = None,
-    spec: KeySpec | None = None,
-    model: bool = True,
     response_headers: Iterable[str] = BOTOCORE_RESPONSE_HEADERS,
-    how_to_record: str | None = None,
+    **options: Any,
 ) -> Any:
     """Record and replay every call of a boto3 / botocore `client`; returns the client.
 
     ``use_botocore(boto3.client("bedrock-runtime"), FixtureDir("tests/fixtures"))``:
     calls are answered from `store` or sent and recorded, per `mode` (`None` reads
     ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless ``model=False``), as kind
-    ``"http"`` fixtures that any redactkey transport replays. Event streams
-    (``converse_stream``) are stored frame by frame and replayed as the same frames.
-    A second call on the same client replaces the first registration.
+    ``"http"`` fixtures that any redactkey transport replays; the other keyword arguments
+    are `FixtureTransport`'s. Event streams (``converse_stream``) are stored frame by
+    frame and replayed as the same frames. A second call on the same client replaces the
+    first registration. `Recorder.boto3_client(service)` builds the client too, and in
+    replay needs no credentials.
     """
     events = getattr(getattr(client, "meta", None), "events", None)
     if events is None or not hasattr(client, "_endpoint"):
@@ -185,13 +184,9 @@ def use_botocore(
             f"use_botocore takes a boto3 / botocore client, not {type(client).__name__}; "
             'pass boto3.client("bedrock-runtime", ...)'
         )
-    http = HttpFixtures(
-        store, mode=mode, redactor=redactor, spec=spec, model=model,
-        response_headers=response_headers, how_to_record=how_to_record,
-    )
-    hook = _BotocoreHook(client, http)
-    service = client.meta.service_model.service_id.hyphenize()
-    event = f"before-send.{service}"
+    http = HttpFixtures(store, mode=mode, redactor=redactor,
+                        response_headers=response_headers, **options)
+    event = f"before-send.{client.meta.service_model.service_id.hyphenize()}"
     events.unregister(event, unique_id=_UNIQUE_ID)
-    events.register(event, hook, unique_id=_UNIQUE_ID)
+    events.register(event, _BotocoreHook(client, http), unique_id=_UNIQUE_ID)
     return client

@@ -29,18 +29,11 @@ from ..record._exchange import (
 )
 
 if TYPE_CHECKING:
-    from datetime import timedelta
-
     import httpx
     import httpx2
 
-    from ..fixtures._age import ExpiryAction, FixtureAges
-    from ..fixtures._answers import AnswerNormalizer
     from ..fixtures._store import FixtureStore
-    from ..fixtures._verify import VerifyRules
-    from ..keys._keys import KeySpec
-    from ..record._config import Config
-    from ..record._replay import Mode
+    from ..record._modes import Mode
     from ..redact._redactor import Redactor
 
 __all__ = ["FixtureTransport", "ForwardingTransport"]
@@ -205,15 +198,9 @@ class FixtureTransport(_TransportBase):
     (`None` reads ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless
     ``model=False``, for APIs that are not models). Responses to credential, quota and
     server failures (401, 403, 429, 5xx…) and transport errors pass through unrecorded.
-    `spec` changes what counts toward the key (default: the "http" `KeySpec` with
-    `[tool.redactkey.keys.http]` of `config`, by default the nearest configuration file);
-    `response_headers` is the allowlist of response headers a fixture keeps;
-    `answer_normalizers` pin or drop volatile answer fields before writing (default:
-    `[tool.redactkey.answers]` of `config`);
-    `how_to_record` replaces the advice a replay miss ends with. In verify mode every
-    request goes live and the response is compared with its recording (`verify` rules,
-    `on_drift` to collect instead of raising `DriftError`); nothing is written.
-    `max_age` / `on_expiry` / `ages` act on old fixtures as in `ModelFixtures`.
+    `response_headers` is the allowlist of response headers a fixture keeps; the other
+    keyword arguments are `ModelFixtures`'s (`spec`, `model`, `how_to_record`, ...).
+    `Recorder.transport()` builds one with the recorder's settings.
     """
 
     def __init__(
@@ -223,29 +210,11 @@ class FixtureTransport(_TransportBase):
         mode: Mode | None = None,
         redactor: Redactor | None = None,
         inner: Any = None,
-        spec: KeySpec | None = None,
-        model: bool = True,
         response_headers: Iterable[str] = RESPONSE_HEADERS,
-        how_to_record: str | None = None,
-        verify: VerifyRules | None = None,
-        on_drift: Callable[[DriftError], None] | None = None,
-        how_to_rerecord: str | None = None,
-        max_age: str | timedelta | None = None,
-        on_expiry: ExpiryAction = "warn",
-        ages: FixtureAges | None = None,
-        config: Config | None = None,
-        answer_normalizers: Iterable[AnswerNormalizer] | None = None,
+        **options: Any,
     ) -> None:
-        self._store = store
-        self._http = HttpFixtures(
-            store, mode=mode, redactor=redactor, spec=spec, model=model,
-            response_headers=response_headers, how_to_record=how_to_record,
-            verify=verify, on_drift=on_drift, how_to_rerecord=how_to_rerecord,
-            max_age=max_age, on_expiry=on_expiry, ages=ages,
-            config=config, answer_normalizers=answer_normalizers,
-        )
-        self._fixtures = self._http.fixtures
-        self._redactor: Redactor = self._http.redactor
+        self._http = HttpFixtures(store, mode=mode, redactor=redactor,
+                                  response_headers=response_headers, **options)
         if inner is not None and not (
             hasattr(inner, "handle_request") or hasattr(inner, "handle_async_request")
         ):
@@ -267,7 +236,7 @@ class FixtureTransport(_TransportBase):
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"FixtureTransport({self._store!r}, mode={self._http.mode!r})"
+        return f"FixtureTransport({self._http.fixtures.store!r}, mode={self._http.mode!r})"
 
     @property
     def mode(self) -> str:

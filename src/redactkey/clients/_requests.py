@@ -30,8 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without requests
 
 if TYPE_CHECKING:
     from ..fixtures._store import FixtureStore
-    from ..keys._keys import KeySpec
-    from ..record._replay import Mode
+    from ..record._modes import Mode
     from ..redact._redactor import Redactor
 
 __all__ = ["RequestsAdapter"]
@@ -150,8 +149,9 @@ class RequestsAdapter(BaseAdapter):
     Live calls go through `inner` (by default a `requests.adapters.HTTPAdapter`; pass
     your own for retries or pool settings). Streams (server-sent events, NDJSON) reach
     `iter_lines` / `iter_content` as they arrive and are written once read to their end.
-    `spec`, `model`, `response_headers` and `how_to_record` mean what they mean for
-    `FixtureTransport`.
+    `response_headers` and the other keyword arguments mean what they mean for
+    `FixtureTransport`. `Recorder.requests_session()` mounts one with the recorder's
+    settings.
     """
 
     def __init__(
@@ -161,23 +161,18 @@ class RequestsAdapter(BaseAdapter):
         mode: Mode | None = None,
         redactor: Redactor | None = None,
         inner: BaseAdapter | None = None,
-        spec: KeySpec | None = None,
-        model: bool = True,
         response_headers: Iterable[str] = RESPONSE_HEADERS,
-        how_to_record: str | None = None,
+        **options: Any,
     ) -> None:
         super().__init__()
-        self._store = store
-        self._http = HttpFixtures(
-            store, mode=mode, redactor=redactor, spec=spec, model=model,
-            response_headers=response_headers, how_to_record=how_to_record,
-        )
+        self._http = HttpFixtures(store, mode=mode, redactor=redactor,
+                                  response_headers=response_headers, **options)
         self._inner = inner
         self._owned: HTTPAdapter | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"RequestsAdapter({self._store!r}, mode={self._http.mode!r})"
+        return f"RequestsAdapter({self._http.fixtures.store!r}, mode={self._http.mode!r})"
 
     @property
     def mode(self) -> str:

@@ -25,7 +25,7 @@ from ._httpx import FixtureTransport
 
 if TYPE_CHECKING:
     from ..fixtures._store import FixtureStore
-    from ..record._replay import Mode
+    from ..record._modes import Mode
     from ..redact._redactor import Redactor
 
 __all__ = [

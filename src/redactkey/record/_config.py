@@ -260,6 +260,15 @@ class Config(_Model):
             raise ValueError(str(exc).removeprefix("KeySpec.hosts: ")) from None
         return value
 
+    def with_hosts(self, hosts: dict[str, str]) -> Config:
+        """These settings with more host aliases (`hosts` win over the configured ones)."""
+        try:
+            return self.model_validate({**self.model_dump(), "source": self.source,
+                                        "hosts": {**self.hosts, **hosts}})
+        except ValidationError as exc:
+            problem = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+            raise UsageError(f"hosts: {problem}") from None
+
     def extra_patterns(self) -> dict[str, re.Pattern[str]]:
         """The extra detectors, as `Redactor(extra_patterns=...)` takes them."""
         return {spec.name: spec.compiled() for spec in self.detectors}

@@ -1,9 +1,10 @@
 """One HTTP exchange recorded or replayed, whatever the client library sends it.
 
-`HttpFixtures` is the record/replay step every HTTP surface shares (the httpx/httpx2
-transport, and any adapter for another client library). The adapter builds the
-request document (`redactkey.http._documents.request_document`), then hands it here with a
-callable that sends the request through the library and returns what came back:
+`HttpFixtures` is the record/replay step every HTTP face shares (the httpx/httpx2
+transport, the requests adapter, the aiohttp session, the botocore hook). The face
+builds the request document (`redactkey.http._documents.request_document`), then hands
+it here with a callable that sends the request through the library and returns what
+came back:
 
     fixtures = HttpFixtures(store, mode=mode, redactor=redactor)
     reply = fixtures.exchange(document, lambda: LiveStream(status, pairs, pieces, close))
@@ -12,16 +13,16 @@ callable that sends the request through the library and returns what came back:
 `refuses_stream`), else the recorded fixture does, else the live response's content
 type (`is_stream_type`), so a stream the request did not announce (Ollama's NDJSON) is
 still passed on as it arrives. `stream(document, open_stream)` and
-`call(document, send)` are the two paths when the adapter already knows.
+`call(document, send)` are the two paths when the face already knows.
 
 The reply is a `Reply` (status, headers, whole body) or, for a stream, a
 `StreamReply` (status, headers, byte pieces, `close()`); `aexchange`, `astream` and
-`acall` are the async twins. The sending callable is called only when the mode and the store say
-the call goes live; a live response is passed on byte for byte (decoded), a replayed
-one is rebuilt from its document. Responses to credential, quota and server failures
-(`is_environment_failure`) pass through and are never written. A replay miss is a
-`MissingFixtureError` named by method and URL, which is also an error of each loaded
-SDK (openai, anthropic) so that the SDK neither wraps nor retries it.
+`acall` are the async twins. The sending callable is called only when the mode and the
+store say the call goes live; a live response is passed on byte for byte (decoded), a
+replayed one is rebuilt from its document. Responses to credential, quota and server
+failures (`is_environment_failure`) pass through and are never written. A replay miss
+is a `MissingFixtureError` named by method and URL, which is also an error of each
+loaded SDK (openai, anthropic) so that the SDK neither wraps nor retries it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from .._errors import DriftError, FixtureError, FixtureFormatError, MissingFixtureError
 from ..fixtures._format import ChunkLinesIterator
@@ -65,19 +66,9 @@ from ..http._documents import (
     stream_bytes,
     wants_stream,
 )
+from ..redact._redactor import Redactor
+from ._keying import Call
 from ._replay import ModelFixtures
-
-if TYPE_CHECKING:
-    from datetime import timedelta
-
-    from ..fixtures._age import ExpiryAction, FixtureAges
-    from ..fixtures._answers import AnswerNormalizer
-    from ..fixtures._store import FixtureStore
-    from ..fixtures._verify import VerifyRules
-    from ..keys._keys import KeySpec
-    from ..redact._redactor import Redactor
-    from ._config import Config
-    from ._replay import Mode
 
 __all__ = [
     "AsyncLiveStream",
@@ -95,6 +86,7 @@ __all__ = [
 JSON = Any
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+Pairs = Iterable[tuple[str, str]]
 
 # The SDKs pass their own errors through untouched and never retry them. A replay miss
 # that is also one of those surfaces as itself, at once, instead of being wrapped in a
@@ -102,15 +94,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 _SDK_ERRORS: Final = (("openai", "OpenAIError"), ("anthropic", "AnthropicError"))
 
 
+async def _nothing() -> None:
+    return None
+
+
 class LiveResponse:
     """A whole live response: status, header pairs as received, and the decoded body."""
 
     __slots__ = ("body", "headers", "status")
 
-    def __init__(self, status: int, headers: Iterable[tuple[str, str]], body: bytes = b"") -> None:
-        self.status = status
-        self.headers = list(headers)
-        self.body = body
+    def __init__(self, status: int, headers: Pairs, body: bytes = b"") -> None:
+        self.status, self.headers, self.body = status, list(headers), body
 
 
 class LiveStream:
@@ -119,21 +113,9 @@ class LiveStream:
 
     __slots__ = ("close", "headers", "pieces", "status")
 
-    def __init__(
-        self,
-        status: int,
-        headers: Iterable[tuple[str, str]],
-        pieces: Iterable[bytes],
-        close: Callable[[], None] = lambda: None,
-    ) -> None:
-        self.status = status
-        self.headers = list(headers)
-        self.pieces = pieces
-        self.close = close
-
-
-async def _nothing() -> None:
-    return None
+    def __init__(self, status: int, headers: Pairs, pieces: Iterable[bytes],
+                 close: Callable[[], None] = lambda: None) -> None:
+        self.status, self.headers, self.pieces, self.close = status, list(headers), pieces, close
 
 
 class AsyncLiveStream:
@@ -141,35 +123,21 @@ class AsyncLiveStream:
 
     __slots__ = ("aclose", "headers", "pieces", "status")
 
-    def __init__(
-        self,
-        status: int,
-        headers: Iterable[tuple[str, str]],
-        pieces: AsyncIterable[bytes],
-        aclose: Callable[[], Awaitable[None]] = _nothing,
-    ) -> None:
-        self.status = status
-        self.headers = list(headers)
-        self.pieces = pieces
+    def __init__(self, status: int, headers: Pairs, pieces: AsyncIterable[bytes],
+                 aclose: Callable[[], Awaitable[None]] = _nothing) -> None:
+        self.status, self.headers, self.pieces = status, list(headers), pieces
         self.aclose = aclose
 
 
 class Reply:
-    """A whole response to hand the client: status, headers and body bytes.
-
-    `live` is True when it came off the wire (then the headers are the live ones minus
-    hop-by-hop headers, and the body is the decoded live body).
-    """
+    """A whole response to hand the client: status, headers and body bytes; `live` when
+    it came off the wire (the live headers less hop-by-hop ones, the decoded live body)."""
 
     __slots__ = ("body", "headers", "live", "status")
 
-    def __init__(
-        self, status: int, headers: list[tuple[str, str]], body: bytes, *, live: bool
-    ) -> None:
-        self.status = status
-        self.headers = headers
-        self.body = body
-        self.live = live
+    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes, *,
+                 live: bool) -> None:
+        self.status, self.headers, self.body, self.live = status, headers, body, live
 
 
 class StreamReply:
@@ -178,17 +146,9 @@ class StreamReply:
 
     __slots__ = ("close", "headers", "pieces", "status")
 
-    def __init__(
-        self,
-        status: int,
-        headers: list[tuple[str, str]],
-        pieces: Iterator[bytes],
-        close: Callable[[], None],
-    ) -> None:
-        self.status = status
-        self.headers = headers
-        self.pieces = pieces
-        self.close = close
+    def __init__(self, status: int, headers: list[tuple[str, str]], pieces: Iterator[bytes],
+                 close: Callable[[], None]) -> None:
+        self.status, self.headers, self.pieces, self.close = status, headers, pieces, close
 
 
 class AsyncStreamReply:
@@ -196,17 +156,9 @@ class AsyncStreamReply:
 
     __slots__ = ("aclose", "headers", "pieces", "status")
 
-    def __init__(
-        self,
-        status: int,
-        headers: list[tuple[str, str]],
-        pieces: AsyncIterator[bytes],
-        aclose: Callable[[], Awaitable[None]],
-    ) -> None:
-        self.status = status
-        self.headers = headers
-        self.pieces = pieces
-        self.aclose = aclose
+    def __init__(self, status: int, headers: list[tuple[str, str]],
+                 pieces: AsyncIterator[bytes], aclose: Callable[[], Awaitable[None]]) -> None:
+        self.status, self.headers, self.pieces, self.aclose = status, headers, pieces, aclose
 
 
 class _EnvironmentFailure(Exception):
@@ -219,16 +171,12 @@ class _EnvironmentFailure(Exception):
 
 @functools.cache
 def _miss_type(bases: tuple[type, ...]) -> type[FixtureError]:
-    return type(
-        bases[0].__name__,
-        bases,
-        {"__module__": bases[0].__module__, "__doc__": bases[0].__doc__},
-    )
+    return type(bases[0].__name__, bases,
+                {"__module__": bases[0].__module__, "__doc__": bases[0].__doc__})
 
 
-def _sdk_miss(
-    miss: FixtureError, document: Mapping[str, JSON], redactor: Redactor | None
-) -> FixtureError:
+def _sdk_miss(miss: FixtureError, document: Mapping[str, JSON],
+              redactor: Redactor | None) -> FixtureError:
     """The miss (or a verify drift), named by method and URL, and also an error of every
     SDK that is loaded."""
     sdk_errors: list[type] = []
@@ -248,13 +196,13 @@ def _sdk_miss(
 # their HTTP client's `send` and retry it as a connection error (groq), but call
 # `response.raise_for_status()` outside that net. Anthropic's client checks the status
 # itself and lets its own errors through, so a miss raised as an `AnthropicError`
-# reaches the caller already (docs/decisions/0031).
+# reaches the caller already (docs/decisions/0095).
 _STATUS_CHECKED_ELSEWHERE: Final = ("Anthropic/", "AsyncAnthropic/")
 
 
 def miss_needs_response(document: Mapping[str, JSON]) -> bool:
     """Whether a miss must reach this request's client as a response whose
-    `raise_for_status()` raises it, rather than raised from the transport (docs/decisions/0031)."""
+    `raise_for_status()` raises it, rather than raised from the transport (0095)."""
     headers = document.get("headers", {})
     agent = str(headers.get("user-agent", ""))
     return "x-stainless-lang" in headers and not agent.startswith(_STATUS_CHECKED_ELSEWHERE)
@@ -265,14 +213,14 @@ def miss_body(miss: Exception) -> dict[str, JSON]:
     return {"error": {"type": "missing_fixture", "message": str(miss)}}
 
 
-# Set while a redactkey surface sends a request live, so that the pytest plugin's network
-# guard can tell the transport's own connections from a client that bypassed it.
+# Set while a redactkey face sends a request live, so that the pytest plugin's network
+# guard can tell a face's own connections from a client that bypassed it.
 _SENDING: Final = contextvars.ContextVar("redactkey_sending", default=False)
 
 
 def sending_live() -> bool:
-    """True while a redactkey transport or adapter sends a live request (in this thread or
-    task): the connections it opens are its own, not a bypass."""
+    """True while a redactkey face sends a live request (in this thread or task): the
+    connections it opens are its own, not a bypass."""
     return _SENDING.get()
 
 
@@ -320,11 +268,14 @@ def _whole(live: LiveResponse) -> Reply:
 
 
 def _counted(method: F) -> F:
-    """Count the call among identical ones while it is handled (`HttpFixtures._nth`)."""
+    """Key the request (unless the caller did) and count the call among identical ones
+    while it is handled (`HttpFixtures._nth`)."""
     @functools.wraps(method)
-    def counted(self: HttpFixtures, document: dict[str, JSON], *args: Any) -> Any:
-        with self._nth(document):
-            return method(self, document, *args)
+    def counted(self: HttpFixtures, document: dict[str, JSON], live: Any,
+                call: Call | None = None) -> Any:
+        call = call or self.fixtures.key(KIND, document)
+        with self._nth(call):
+            return method(self, document, live, call)
 
     return counted  # type: ignore[return-value]
 
@@ -332,9 +283,11 @@ def _counted(method: F) -> F:
 def _acounted(method: F) -> F:
     """`_counted` for a coroutine method."""
     @functools.wraps(method)
-    async def counted(self: HttpFixtures, document: dict[str, JSON], *args: Any) -> Any:
-        with self._nth(document):
-            return await method(self, document, *args)
+    async def counted(self: HttpFixtures, document: dict[str, JSON], live: Any,
+                      call: Call | None = None) -> Any:
+        call = call or self.fixtures.key(KIND, document)
+        with self._nth(call):
+            return await method(self, document, live, call)
 
     return counted  # type: ignore[return-value]
 
@@ -342,52 +295,29 @@ def _acounted(method: F) -> F:
 class HttpFixtures:
     """Record and replay of HTTP exchanges (kind ``"http"``) through a fixture store.
 
-    `mode` (None reads ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless
-    ``model=False``), `redactor`, `spec` (default: the "http" `KeySpec` of `config`),
-    `response_headers` (the allowlist a stored response keeps) and `how_to_record`
-    (the advice a replay miss ends with), `verify`, `on_drift` and `how_to_rerecord`
-    (verify mode), `max_age`, `on_expiry` and `ages` mean what they mean for
-    `FixtureTransport`.
+    `response_headers` is the allowlist of response headers a stored response keeps;
+    every other keyword argument is `ModelFixtures`'s (`mode`, `redactor`, `spec`,
+    `model`, `how_to_record`, `config`, ...), which does the recording and replaying.
     """
 
-    def __init__(
-        self,
-        store: FixtureStore,
-        *,
-        mode: Mode | None = None,
-        redactor: Redactor | None = None,
-        spec: KeySpec | None = None,
-        model: bool = True,
-        response_headers: Iterable[str] = RESPONSE_HEADERS,
-        how_to_record: str | None = None,
-        verify: VerifyRules | None = None,
-        on_drift: Callable[[DriftError], None] | None = None,
-        how_to_rerecord: str | None = None,
-        max_age: str | timedelta | None = None,
-        on_expiry: ExpiryAction = "warn",
-        ages: FixtureAges | None = None,
-        config: Config | None = None,
-        answer_normalizers: Iterable[AnswerNormalizer] | None = None,
-    ) -> None:
+    def __init__(self, store: Any, *, response_headers: Iterable[str] = RESPONSE_HEADERS,
+                 **options: Any) -> None:
         self.store = store
         # Identical requests keep every answer, replayed in order (docs/decisions/0022).
         self.answers = AnswerSequence(store) if isinstance(store, FixtureDir) else None
-        self.fixtures = ModelFixtures(
-            self.answers or store, mode=mode, redactor=redactor, spec=spec, model=model,
-            how_to_record=how_to_record, verify=verify, on_drift=on_drift,
-            how_to_rerecord=how_to_rerecord, copy_answers=False, max_age=max_age,
-            on_expiry=on_expiry, ages=ages,
-            config=config, answer_normalizers=answer_normalizers,
-        )
-        # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
+        self.fixtures = ModelFixtures(self.answers or store, copy_answers=False, **options)
         if self.answers is not None:
-            self.answers.records = self.mode == "record"
+            self.answers.records = self.fixtures.mode == "record"
+        # ModelFixtures supplies a default Redactor; URLs in errors and SSE answers use it too.
         self.redactor: Redactor = self.fixtures.redactor  # type: ignore[assignment]
-        self.spec = spec
         self.keep = frozenset(name.lower() for name in response_headers)
 
     def __repr__(self) -> str:
-        return f"HttpFixtures({self.store!r}, mode={self.mode!r})"
+        return f"HttpFixtures({self.fixtures.store!r}, mode={self.mode!r})"
+
+    @property
+    def store(self) -> Any:
+        return self.fixtures.store
 
     @property
     def mode(self) -> str:
@@ -400,13 +330,6 @@ class HttpFixtures:
         it is written ("record", "auto") or compared with its recording ("verify")."""
         return self.mode in ("record", "auto", "verify")
 
-    def _nth(self, document: dict[str, JSON]) -> contextlib.AbstractContextManager[None]:
-        """This call counted among the identical ones of this instance, so that it reads
-        (and records) its own answer of the request's sequence."""
-        if self.answers is None or self.mode == "live" or self.answers.counting():
-            return contextlib.nullcontext()
-        return self.answers.nth_call(self.fixtures.key_of(KIND, document))
-
     # -- documents ---------------------------------------------------------------------
 
     def _document(self, live: LiveResponse) -> dict[str, JSON]:
@@ -416,31 +339,19 @@ class HttpFixtures:
             document["events"] = self.redactor.redact_stream(document["events"])
         return document
 
-    def _head(self, head: JSON, document: Mapping[str, JSON]) -> tuple[int, dict[str, str]]:
-        if type(head) is dict:  # a parsed fixture's (the abstract-class checks cost more)
-            status, headers = head.get("status"), head.get("headers")
-            if type(status) is int and 100 <= status <= 599 and type(headers) is dict:
-                for name, value in headers.items():  # (a loop: no generator for a few)
-                    if type(name) is not str or type(value) is not str:
-                        break
-                else:
-                    return status, headers
+    def _bad(self, call: Call, problem: str) -> FixtureFormatError:
+        lookup = self.fixtures.lookup
+        where = lookup.where(KIND, call.key) if call.key else lookup.store.location
+        return FixtureFormatError(where, problem)
+
+    def _head(self, head: JSON, call: Call) -> tuple[int, dict[str, str]]:
         status = head.get("status") if isinstance(head, Mapping) else None
         headers = head.get("headers") if isinstance(head, Mapping) else None
-        if (
-            not isinstance(status, int)
-            or not 100 <= status <= 599
-            or not isinstance(headers, Mapping)
-            or not all(isinstance(v, str) for v in headers.values())
-        ):
-            from ..keys._keys import request_key
-
-            key = request_key(KIND, document, spec=self.fixtures.spec_for(KIND),
-                              redactor=self.redactor)
-            raise FixtureFormatError(
-                str(self.store.path_for(KIND, key)),
-                "the recorded HTTP response needs an integer 'status' and string 'headers'",
-            )
+        if (not isinstance(status, int) or not 100 <= status <= 599
+                or not isinstance(headers, Mapping)
+                or not all(isinstance(v, str) for v in headers.values())):
+            raise self._bad(call, "the recorded HTTP response needs an integer 'status' "
+                            "and string 'headers'")
         return status, {str(k): v for k, v in headers.items()}
 
     def _capture(self, seen: list[LiveResponse], live: LiveResponse) -> JSON:
@@ -450,59 +361,40 @@ class HttpFixtures:
         seen.append(live)
         return self._document(live)
 
-    def _reply(
-        self, answer: JSON, document: Mapping[str, JSON], seen: list[LiveResponse]
-    ) -> Reply:
+    def _reply(self, answer: JSON, call: Call, seen: list[LiveResponse]) -> Reply:
         """The live response when one was made (byte-exact), else the replayed one."""
         if seen:
             return _whole(seen[-1])
-        status, headers = self._head(answer, document)
-        if "events" in answer:
-            content = stream_bytes("text/event-stream", answer["events"])
-        else:
-            content = body_bytes(answer)
+        status, headers = self._head(answer, call)
+        content = self._wire(call, lambda: stream_bytes("text/event-stream", answer["events"])
+                             if "events" in answer else body_bytes(answer), "a recorded response")
         return Reply(status, list(headers.items()), content, live=False)
 
-    def _encode(
-        self, content_type: str | None, chunk: JSON, document: Mapping[str, JSON]
-    ) -> bytes:
-        """A stored chunk back on the wire; a malformed one names its fixture file."""
-        return self._wire(lambda: chunk_bytes(content_type, chunk), document)
-
-    def _replayed(
-        self, content_type: str | None, chunks: Iterable[JSON], document: Mapping[str, JSON]
-    ) -> bytes:
-        """A replayed stream's stored chunks back as the one body they make: all of them
-        are at hand, and one piece costs the client one read instead of one per event.
-        Server-sent events still in the lines of their file are sent as they stand."""
-        if type(chunks) is ChunkLinesIterator and is_event_stream(content_type):
+    def _replayed(self, call: Call, content_type: str | None, chunks: Iterable[JSON]) -> bytes:
+        """A replayed stream's stored chunks back as the one body they make (one read for
+        the client instead of one per event); server-sent events still in the lines of
+        their file are sent as they stand."""
+        if isinstance(chunks, ChunkLinesIterator) and is_event_stream(content_type):
             lines = chunks.unread()
             wire = event_lines_bytes(lines) if lines is not None else None
             if wire is not None:
                 return wire
-        return self._wire(lambda: stream_bytes(content_type, chunks), document)
+        return self._wire(call, lambda: stream_bytes(content_type, chunks))
 
-    def _wire(self, encode: Callable[[], bytes], document: Mapping[str, JSON]) -> bytes:
+    def _wire(self, call: Call, encode: Callable[[], bytes],
+              what: str = "a recorded stream chunk") -> bytes:
+        """Stored data back on the wire; a malformed fixture names its file."""
         try:
             return encode()
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            from ..keys._keys import request_key
+            raise self._bad(call, f"{what}: {exc}") from None
 
-            key = request_key(KIND, document, spec=self.spec, redactor=self.redactor)
-            raise FixtureFormatError(
-                str(self.store.path_for(KIND, key)), f"a recorded stream chunk: {exc}"
-            ) from None
-
-    def _encoded(
-        self, chunks: Iterator[JSON], content_type: str | None, document: Mapping[str, JSON]
-    ) -> Iterator[bytes]:
+    def _encoded(self, call: Call, chunks: Iterator[JSON],
+                 content_type: str | None) -> Iterator[bytes]:
         for chunk in chunks:
-            yield self._encode(content_type, chunk, document)
+            yield self._wire(call, functools.partial(chunk_bytes, content_type, chunk))
 
-    def _miss(self, miss: FixtureError, document: Mapping[str, JSON]) -> Exception:
-        return _sdk_miss(miss, document, self.redactor)
-
-    def _streams(self, document: Mapping[str, JSON]) -> bool | None:
+    def _streams(self, document: Mapping[str, JSON], call: Call) -> bool | None:
         """Whether a call is a stream: the request says so, else its recording does;
         None when only the live response can tell."""
         if wants_stream(document):
@@ -510,33 +402,35 @@ class HttpFixtures:
         if refuses_stream(document):
             return False
         if self.mode in ("replay", "auto"):
-            outcome = self.fixtures.recorded_outcome(KIND, document)
-            if outcome is not None:
-                return outcome == "chunks"
+            fixture = self.fixtures.replayed(call)
+            if fixture is not None:
+                return fixture.outcome == "chunks"
             if self.mode == "replay":
                 return False  # a miss either way; `call` raises it
         return None
 
+    def _nth(self, call: Call) -> contextlib.AbstractContextManager[None]:
+        """This call counted among the identical ones of this instance, so that it reads
+        (and records) its own answer of the request's sequence."""
+        if self.answers is None or self.fixtures.mode == "live" or self.answers.counting():
+            return contextlib.nullcontext()
+        return self.answers.nth_call(call.key)
+
     # -- sync --------------------------------------------------------------------------
 
     @_counted
-    def exchange(
-        self, document: dict[str, JSON], open_stream: Callable[[], LiveStream]
-    ) -> Reply | StreamReply:
+    def exchange(self, document: dict[str, JSON], open_stream: Callable[[], LiveStream],
+                 call: Call | None = None) -> Reply | StreamReply:
         """The response to a request document, streamed or whole as the request, its
         recording or the live response says (see the module docstring). `open_stream`
         sends the request and returns the response unread."""
-        if not wants_stream(document):
-            replayed, answer = self.fixtures.replayed_answer(KIND, document)
-            if replayed:  # the common replay: keyed and read once, no live path built
-                return self._reply(answer, document, [])
-        open_stream = _marked(open_stream)
-        streams = self._streams(document)
+        call = call or self.fixtures.key(KIND, document)
+        streams = self._streams(document, call)
         if streams is True:
-            return self.stream(document, open_stream)
+            return self.stream(document, open_stream, call)
         if streams is False:
-            return self.call(document, lambda: _read_whole(open_stream()))
-        opened = open_stream()
+            return self.call(document, lambda: _read_whole(open_stream()), call)
+        opened = _marked(open_stream)()
         taken: list[bool] = []
 
         def take() -> LiveStream:
@@ -545,34 +439,35 @@ class HttpFixtures:
 
         try:
             if is_stream_type(content_type_of(opened.headers)):
-                return self.stream(document, take)
-            return self.call(document, lambda: _read_whole(take()))
+                return self.stream(document, take, call)
+            return self.call(document, lambda: _read_whole(take()), call)
         finally:
             if not taken:  # replayed after all (a repeat in record mode): not needed
                 opened.close()
 
     @_counted
-    def call(self, document: dict[str, JSON], send: Callable[[], LiveResponse]) -> Reply:
+    def call(self, document: dict[str, JSON], send: Callable[[], LiveResponse],
+             call: Call | None = None) -> Reply:
         """The whole response to a request document: replayed, or from `send` (recorded)."""
+        call = call or self.fixtures.key(KIND, document)
         send = _marked(send)
         seen: list[LiveResponse] = []
         try:
-            answer = self.fixtures.call(KIND, document, lambda: self._capture(seen, send()))
+            answer = self.fixtures.call_keyed(call, lambda: self._capture(seen, send()))
         except _EnvironmentFailure as failure:
             return _whole(failure.live)
         except (MissingFixtureError, DriftError) as miss:
-            raise self._miss(miss, document) from None
-        return self._reply(answer, document, seen)
+            raise _sdk_miss(miss, document, self.redactor) from None
+        return self._reply(answer, call, seen)
 
     @_counted
-    def stream(
-        self, document: dict[str, JSON], open_stream: Callable[[], LiveStream]
-    ) -> Reply | StreamReply:
+    def stream(self, document: dict[str, JSON], open_stream: Callable[[], LiveStream],
+               call: Call | None = None) -> Reply | StreamReply:
         """The streamed response to a request document: replayed chunk by chunk, or read
         from `open_stream` as the client reads it (recorded once read to its end). A
         live environment failure comes back whole, as a `Reply`."""
+        call = call or self.fixtures.key(KIND, document)
         open_stream = _marked(open_stream)
-        seen: list[LiveStream] = []
         opened: list[LiveStream] = []
 
         def live() -> Iterator[JSON]:
@@ -580,11 +475,7 @@ class HttpFixtures:
             opened.append(response)
             try:
                 if is_environment_failure(response.status):
-                    body = b"".join(response.pieces)
-                    raise _EnvironmentFailure(
-                        LiveResponse(response.status, response.headers, body)
-                    )
-                seen.append(response)
+                    raise _EnvironmentFailure(_read_whole(response))
                 head = head_document(response.status, response.headers, self.keep)
                 yield head
                 yield from chunk_documents(head, response.pieces)
@@ -592,21 +483,17 @@ class HttpFixtures:
                 response.close()
 
         try:
-            chunks = iter(self.fixtures.stream(KIND, document, live))
+            chunks = iter(self.fixtures.stream_keyed(call, live))
         except (MissingFixtureError, DriftError) as miss:
-            raise self._miss(miss, document) from None
+            raise _sdk_miss(miss, document, self.redactor) from None
         try:
-            head = next(chunks)
+            head = next(chunks, None)
         except _EnvironmentFailure as failure:
             return _whole(failure.live)
-        except StopIteration:
-            head = None
-        status, headers = self._head(head, document)
+        status, headers = self._head(head, call)
         content_type = headers.get("content-type")
-        pieces: Iterator[bytes] = (
-            iter([self._replayed(content_type, chunks, document)]) if not opened
-            else self._encoded(chunks, content_type, document)
-        )
+        pieces = (self._encoded(call, chunks, content_type) if opened
+                  else iter([self._replayed(call, content_type, chunks)]))
 
         def close() -> None:
             try:
@@ -622,33 +509,23 @@ class HttpFixtures:
                 for response in opened:
                     response.close()
 
-        return StreamReply(
-            status,
-            live_headers(seen[0].headers) if seen else list(headers.items()),
-            pieces,
-            close,
-        )
+        shown = live_headers(opened[0].headers) if opened else list(headers.items())
+        return StreamReply(status, shown, pieces, close)
 
     # -- async -------------------------------------------------------------------------
 
     @_acounted
-    async def aexchange(
-        self,
-        document: dict[str, JSON],
-        open_stream: Callable[[], Awaitable[AsyncLiveStream]],
-    ) -> Reply | AsyncStreamReply:
+    async def aexchange(self, document: dict[str, JSON],
+                        open_stream: Callable[[], Awaitable[AsyncLiveStream]],
+                        call: Call | None = None) -> Reply | AsyncStreamReply:
         """Async twin of `exchange`."""
-        if not wants_stream(document):
-            replayed, answer = self.fixtures.replayed_answer(KIND, document)
-            if replayed:
-                return self._reply(answer, document, [])
-        open_stream = _amarked(open_stream)
-        streams = self._streams(document)
+        call = call or self.fixtures.key(KIND, document)
+        streams = self._streams(document, call)
         if streams is True:
-            return await self.astream(document, open_stream)
+            return await self.astream(document, open_stream, call)
         if streams is False:
-            return await self.acall(document, lambda: _aread_whole(open_stream()))
-        opened = await open_stream()
+            return await self.acall(document, lambda: _aread_whole(open_stream()), call)
+        opened = await _amarked(open_stream)()
         taken: list[bool] = []
 
         async def take() -> AsyncLiveStream:
@@ -657,17 +534,18 @@ class HttpFixtures:
 
         try:
             if is_stream_type(content_type_of(opened.headers)):
-                return await self.astream(document, take)
-            return await self.acall(document, lambda: _aread_whole(take()))
+                return await self.astream(document, take, call)
+            return await self.acall(document, lambda: _aread_whole(take()), call)
         finally:
             if not taken:
                 await opened.aclose()
 
     @_acounted
-    async def acall(
-        self, document: dict[str, JSON], send: Callable[[], Awaitable[LiveResponse]]
-    ) -> Reply:
+    async def acall(self, document: dict[str, JSON],
+                    send: Callable[[], Awaitable[LiveResponse]],
+                    call: Call | None = None) -> Reply:
         """Async twin of `call`: `send` returns an awaitable `LiveResponse`."""
+        call = call or self.fixtures.key(KIND, document)
         send = _amarked(send)
         seen: list[LiveResponse] = []
 
@@ -675,20 +553,20 @@ class HttpFixtures:
             return self._capture(seen, await send())
 
         try:
-            answer = await self.fixtures.acall(KIND, document, live)
+            answer = await self.fixtures.acall_keyed(call, live)
         except _EnvironmentFailure as failure:
             return _whole(failure.live)
         except (MissingFixtureError, DriftError) as miss:
-            raise self._miss(miss, document) from None
-        return self._reply(answer, document, seen)
+            raise _sdk_miss(miss, document, self.redactor) from None
+        return self._reply(answer, call, seen)
 
     @_acounted
-    async def astream(
-        self, document: dict[str, JSON], open_stream: Callable[[], Awaitable[AsyncLiveStream]]
-    ) -> Reply | AsyncStreamReply:
+    async def astream(self, document: dict[str, JSON],
+                      open_stream: Callable[[], Awaitable[AsyncLiveStream]],
+                      call: Call | None = None) -> Reply | AsyncStreamReply:
         """Async twin of `stream`: `open_stream` returns an awaitable `AsyncLiveStream`."""
+        call = call or self.fixtures.key(KIND, document)
         open_stream = _amarked(open_stream)
-        seen: list[AsyncLiveStream] = []
         opened: list[AsyncLiveStream] = []
 
         async def live() -> AsyncIterator[JSON]:
@@ -698,9 +576,7 @@ class HttpFixtures:
                 if is_environment_failure(response.status):
                     body = b"".join([piece async for piece in response.pieces])
                     raise _EnvironmentFailure(
-                        LiveResponse(response.status, response.headers, body)
-                    )
-                seen.append(response)
+                        LiveResponse(response.status, response.headers, body))
                 head = head_document(response.status, response.headers, self.keep)
                 yield head
                 async for chunk in achunk_documents(head, aiter(response.pieces)):
@@ -709,26 +585,24 @@ class HttpFixtures:
                 await response.aclose()
 
         try:
-            chunks = aiter(self.fixtures.astream(KIND, document, live))
+            chunks = aiter(self.fixtures.astream_keyed(call, live))
         except (MissingFixtureError, DriftError) as miss:
-            raise self._miss(miss, document) from None
+            raise _sdk_miss(miss, document, self.redactor) from None
         try:
-            head = await anext(chunks)
+            head = await anext(chunks, None)
         except _EnvironmentFailure as failure:
             return _whole(failure.live)
-        except StopAsyncIteration:
-            head = None
-        status, headers = self._head(head, document)
+        status, headers = self._head(head, call)
         content_type = headers.get("content-type")
 
         async def pieces() -> AsyncIterator[bytes]:
             if not opened:  # replayed: the stored chunks as one body
-                rest = chunks if type(chunks) is ChunkLinesIterator else [
+                rest = chunks if isinstance(chunks, ChunkLinesIterator) else [
                     chunk async for chunk in chunks]
-                yield self._replayed(content_type, rest, document)
+                yield self._replayed(call, content_type, rest)
                 return
             async for chunk in chunks:
-                yield self._encode(content_type, chunk, document)
+                yield self._wire(call, functools.partial(chunk_bytes, content_type, chunk))
 
         async def aclose() -> None:
             try:
@@ -742,9 +616,5 @@ class HttpFixtures:
                 for response in opened:
                     await response.aclose()
 
-        return AsyncStreamReply(
-            status,
-            live_headers(seen[0].headers) if seen else list(headers.items()),
-            pieces(),
-            aclose,
-        )
+        shown = live_headers(opened[0].headers) if opened else list(headers.items())
+        return AsyncStreamReply(status, shown, pieces(), aclose)

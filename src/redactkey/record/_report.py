@@ -20,6 +20,7 @@ Paths inside a written report are relative to the report's own directory (as
 from __future__ import annotations
 
 import os
+import shlex
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -29,9 +30,19 @@ from typing import Any, Literal
 from .._errors import DriftError, FixtureFormatError, UsageError
 from ..fixtures._format import dump_document
 from ..fixtures._store import FixtureDir, atomic_write
-from ._replay import Outcome
+from ._lookup import Outcome
 
-__all__ = ["REPORT_FILE", "REPORT_VERSION", "CallEvent", "RunReport", "report_document"]
+__all__ = [
+    "REPORT_FILE",
+    "REPORT_VERSION",
+    "CallEvent",
+    "RunReport",
+    "RunSummary",
+    "merge_parts",
+    "new_dir",
+    "new_part",
+    "report_document",
+]
 
 REPORT_FILE = ".redactkey-report.json"
 REPORT_VERSION = 1
@@ -214,3 +225,121 @@ class RunReport:
             for event in report.events():
                 merged._events.setdefault(event, None)
         return merged
+
+
+# -- a pytest run's share of the report: one part per process, merged by the controller
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def new_part() -> dict[str, Any]:
+    """One process's share of a run (JSON data only: xdist ships it to the controller)."""
+    return {"events": [], "dirs": {}, "blocked": {}, "used": False, "drifts": [],
+            "deselected": 0, "collect_errors": 0, "partial": [], "dummies": {}}
+
+
+def new_dir() -> dict[str, Any]:
+    """What a part knows of one fixture directory: the tests using it, those that ran."""
+    return {"tests": [], "ran": [], "deselected": 0, "live": False}
+
+
+def merge_parts(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The parts of every process as one; every xdist worker collects (and deselects) the
+    whole suite, so those counts are the largest of any part, not their sum."""
+    merged = new_part()
+    for part in parts:
+        merged["events"].extend(part["events"])
+        merged["used"] = merged["used"] or part["used"]
+        merged["drifts"].extend(part["drifts"])
+        merged["deselected"] = max(merged["deselected"], part["deselected"])
+        merged["collect_errors"] = max(merged["collect_errors"], part["collect_errors"])
+        merged["partial"].extend(r for r in part["partial"] if r not in merged["partial"])
+        merged["dummies"].update(part["dummies"])
+        for nodeid, targets in part["blocked"].items():
+            merged["blocked"].setdefault(nodeid, []).extend(targets)
+        for path, info in part["dirs"].items():
+            into = merged["dirs"].setdefault(path, new_dir())
+            into["tests"] = sorted(set(into["tests"]) | set(info["tests"]))
+            into["ran"] = sorted(set(into["ran"]) | set(info["ran"]))
+            into["deselected"] = max(into["deselected"], info["deselected"])
+            into["live"] = into["live"] or info["live"]
+    merged["events"].sort(key=lambda e: (e["test"], e["file"], e["outcome"]))
+    merged["drifts"].sort(key=lambda d: (d["test"], d["file"]))
+    return merged
+
+
+@dataclass
+class RunSummary:
+    """What a pytest run did: its calls by outcome, unused files and what it refused.
+    Paths are relative to the rootdir (or absolute outside it)."""
+
+    replayed: list[dict[str, str]]
+    recorded: list[dict[str, str]]
+    missing: list[dict[str, str]]
+    unused: list[str]
+    unchecked: list[str]  # directories whose unused files were not checked, with why
+    blocked: dict[str, list[str]]
+    dummies: dict[str, str]
+    drifted: list[dict[str, Any]]
+    fixture_dirs: list[str]
+    partial: list[str]  # why the run did not cover every test
+
+    @classmethod
+    def of(cls, merged: Mapping[str, Any], root: Path) -> RunSummary:
+        """The summary of a merged run; a directory's unused files are checked only when
+        every test using it ran, none of them live."""
+        events = merged["events"]
+        touched = {e["file"] for e in events if e["outcome"] != "missing"}
+        unused: set[str] = set()
+        unchecked: list[str] = []
+        for path, info in sorted(merged["dirs"].items()):
+            not_run = len(set(info["tests"]) - set(info["ran"])) + info["deselected"]
+            if info["live"]:
+                unchecked.append(f"{path}: some tests ran live")
+            elif not_run:
+                unchecked.append(f"{path}: {_counted(not_run, 'test')} using it did not run")
+            else:
+                names = FixtureDir(root / path).file_names()
+                unused.update(f for f in (n if path == "." else f"{path}/{n}" for n in names)
+                              if f not in touched)
+        partial = list(merged["partial"])
+        if merged["deselected"]:
+            partial.append(f"{_counted(merged['deselected'], 'test')} deselected")
+        if merged["collect_errors"]:
+            partial.append(_counted(merged["collect_errors"], "collection error"))
+        return cls(
+            replayed=[e for e in events if e["outcome"] == "replayed"],
+            recorded=[e for e in events if e["outcome"] == "recorded"],
+            missing=[e for e in events if e["outcome"] == "missing"],
+            unused=sorted(unused), unchecked=unchecked,
+            blocked={k: v for k, v in merged["blocked"].items() if v},
+            dummies=dict(merged["dummies"]), drifted=merged["drifts"],
+            fixture_dirs=sorted(merged["dirs"]), partial=partial,
+        )
+
+    def rerecord_command(self) -> str:
+        """The pytest command that re-records just the tests whose answers drifted."""
+        tests = sorted({d["test"] for d in self.drifted})
+        return " ".join(["pytest", "--redactkey-mode=record", *map(shlex.quote, tests)])
+
+    def document(self, mode: str, model_mode: str, root: Path, report: Path) -> dict[str, Any]:
+        """The run report. Its paths are relative to the report's directory, which is
+        how `redact audit --run-report` resolves them."""
+        def moved(shown: str) -> str:
+            try:
+                return Path(os.path.relpath(root / shown, report.parent)).as_posix()
+            except ValueError:  # another drive (Windows)
+                return (root / shown).as_posix()
+
+        events = [{**e, "store": moved(e["store"]), "file": moved(e["file"])}
+                  for e in (*self.replayed, *self.recorded, *self.missing)]
+        extra = {"rerecord": self.rerecord_command()} if self.drifted else {}
+        return report_document(
+            events, (moved(path) for path in self.unused),
+            mode=mode, model_mode=model_mode, unchecked=self.unchecked,
+            fixture_dirs=[moved(path) for path in self.fixture_dirs], partial=self.partial,
+            blocked=[{"test": test, "target": target}
+                     for test, targets in sorted(self.blocked.items()) for target in targets],
+            drifted=[{**d, "file": moved(d["file"])} for d in self.drifted], **extra,
+        )
