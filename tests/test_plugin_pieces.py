@@ -237,7 +237,7 @@ class TestFixtureCost:
         run of many tests keeps none of them alive."""
         pytester.makeconftest(
             """
-            from redactkey.pytest_plugin import _GUARD_KEY
+            from redactkey.pytest_plugin._run import _GUARD_KEY
 
             def pytest_sessionfinish(session):
                 kept = [item.nodeid for item in session.items if _GUARD_KEY in item.stash]
@@ -267,7 +267,7 @@ class TestFixtureCost:
             """
             import gc, weakref
             import pytest
-            from redactkey.pytest_plugin import _GUARD_KEY
+            from redactkey.pytest_plugin._run import _GUARD_KEY
 
             refs = []
 
@@ -301,7 +301,7 @@ class TestFixtureCost:
     ) -> None:
         """The run's secrets are read again when any variable changes, is added or goes;
         not when only the variable pytest sets for every test does."""
-        from redactkey.pytest_plugin import _environment
+        from redactkey.pytest_plugin._run import _environment
 
         monkeypatch.setenv("SOME_API_KEY", "first-" + "v" * 12)
         monkeypatch.setenv("PYTEST_CURRENT_TEST", "test_a.py::test_one (setup)")

@@ -144,26 +144,31 @@ class AnswerCodec:
 
     # -- a fixture's outcome, for the caller -------------------------------------------
 
-    def answer(self, fixture: Fixture, where: str,
+    def answer(self, fixture: Fixture, where: Callable[[], str],
                schema: Mapping[str, Any] | None = None) -> Any:
-        """The recorded answer (raising a recorded failure), checked against `schema`."""
-        if fixture.outcome == "error":
-            raise self.recorded_error(fixture, where)
-        if fixture.outcome == "chunks":
-            raise StaleFixtureError(where, "it holds a stream but the call wants one answer")
+        """The recorded answer (raising a recorded failure), checked against `schema`;
+        `where` names the fixture's file, for an error."""
+        outcome = fixture.outcome
+        if outcome == "error":
+            raise self.recorded_error(fixture, where())
+        if outcome == "chunks":
+            raise StaleFixtureError(where(), "it holds a stream but the call wants one answer")
         answer = copy_json(fixture.answer) if self.copy else fixture.answer
+        if schema is None:
+            return answer
         problems = self.schema_problems(schema, answer)
         if problems:
-            raise StaleFixtureError(where, "the answer breaks the current schema: "
+            raise StaleFixtureError(where(), "the answer breaks the current schema: "
                                     + "; ".join(problems))
         return answer
 
-    def chunks(self, fixture: Fixture, where: str) -> list[Any] | ChunkLines:
+    def chunks(self, fixture: Fixture, where: Callable[[], str]) -> list[Any] | ChunkLines:
         """The recorded chunks (raising a recorded failure)."""
-        if fixture.outcome == "error":
-            raise self.recorded_error(fixture, where)
-        if fixture.outcome == "answer":
-            raise StaleFixtureError(where, "it holds one answer but the call wants a stream")
+        outcome = fixture.outcome
+        if outcome == "error":
+            raise self.recorded_error(fixture, where())
+        if outcome == "answer":
+            raise StaleFixtureError(where(), "it holds one answer but the call wants a stream")
         chunks: Any = fixture.chunks  # (a list, or a replayed file's ChunkLines)
         if isinstance(chunks, ChunkLines):  # parsed from its lines when read: a fresh copy
             return chunks

@@ -196,7 +196,7 @@ def _sdk_miss(miss: FixtureError, document: Mapping[str, JSON],
 # their HTTP client's `send` and retry it as a connection error (groq), but call
 # `response.raise_for_status()` outside that net. Anthropic's client checks the status
 # itself and lets its own errors through, so a miss raised as an `AnthropicError`
-# reaches the caller already (docs/decisions/0095).
+# reaches the caller already (docs/decisions/0031).
 _STATUS_CHECKED_ELSEWHERE: Final = ("Anthropic/", "AsyncAnthropic/")
 
 
@@ -316,10 +316,6 @@ class HttpFixtures:
         return f"HttpFixtures({self.fixtures.store!r}, mode={self.mode!r})"
 
     @property
-    def store(self) -> Any:
-        return self.fixtures.store
-
-    @property
     def mode(self) -> str:
         """The resolved mode: "live", "record", "replay", "auto" or "verify"."""
         return str(self.fixtures.mode)
@@ -345,14 +341,17 @@ class HttpFixtures:
         return FixtureFormatError(where, problem)
 
     def _head(self, head: JSON, call: Call) -> tuple[int, dict[str, str]]:
-        status = head.get("status") if isinstance(head, Mapping) else None
-        headers = head.get("headers") if isinstance(head, Mapping) else None
-        if (not isinstance(status, int) or not 100 <= status <= 599
-                or not isinstance(headers, Mapping)
-                or not all(isinstance(v, str) for v in headers.values())):
-            raise self._bad(call, "the recorded HTTP response needs an integer 'status' "
-                            "and string 'headers'")
-        return status, {str(k): v for k, v in headers.items()}
+        """Status and headers of a response document (parsed from a file: plain JSON)."""
+        if isinstance(head, dict):
+            status, headers = head.get("status"), head.get("headers")
+            if type(status) is int and 100 <= status <= 599 and isinstance(headers, dict):
+                for value in headers.values():
+                    if type(value) is not str:
+                        break
+                else:
+                    return status, headers
+        raise self._bad(call, "the recorded HTTP response needs an integer 'status' and "
+                        "string 'headers'")
 
     def _capture(self, seen: list[LiveResponse], live: LiveResponse) -> JSON:
         """The live answer as a response document; an environment failure is never recorded."""
@@ -366,8 +365,11 @@ class HttpFixtures:
         if seen:
             return _whole(seen[-1])
         status, headers = self._head(answer, call)
-        content = self._wire(call, lambda: stream_bytes("text/event-stream", answer["events"])
-                             if "events" in answer else body_bytes(answer), "a recorded response")
+        try:
+            content = (stream_bytes("text/event-stream", answer["events"]) if "events" in answer
+                       else body_bytes(answer))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise self._bad(call, f"a recorded response: {exc}") from None
         return Reply(status, list(headers.items()), content, live=False)
 
     def _replayed(self, call: Call, content_type: str | None, chunks: Iterable[JSON]) -> bytes:
@@ -381,13 +383,12 @@ class HttpFixtures:
                 return wire
         return self._wire(call, lambda: stream_bytes(content_type, chunks))
 
-    def _wire(self, call: Call, encode: Callable[[], bytes],
-              what: str = "a recorded stream chunk") -> bytes:
-        """Stored data back on the wire; a malformed fixture names its file."""
+    def _wire(self, call: Call, encode: Callable[[], bytes]) -> bytes:
+        """Stored chunks back on the wire; a malformed fixture names its file."""
         try:
             return encode()
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise self._bad(call, f"{what}: {exc}") from None
+            raise self._bad(call, f"a recorded stream chunk: {exc}") from None
 
     def _encoded(self, call: Call, chunks: Iterator[JSON],
                  content_type: str | None) -> Iterator[bytes]:
@@ -399,15 +400,14 @@ class HttpFixtures:
         None when only the live response can tell."""
         if wants_stream(document):
             return True
-        if refuses_stream(document):
-            return False
-        if self.mode in ("replay", "auto"):
+        mode = self.fixtures.mode
+        if mode == "replay" or mode == "auto":
             fixture = self.fixtures.replayed(call)
             if fixture is not None:
                 return fixture.outcome == "chunks"
-            if self.mode == "replay":
+            if mode == "replay":
                 return False  # a miss either way; `call` raises it
-        return None
+        return False if refuses_stream(document) else None
 
     def _nth(self, call: Call) -> contextlib.AbstractContextManager[None]:
         """This call counted among the identical ones of this instance, so that it reads
@@ -450,10 +450,9 @@ class HttpFixtures:
              call: Call | None = None) -> Reply:
         """The whole response to a request document: replayed, or from `send` (recorded)."""
         call = call or self.fixtures.key(KIND, document)
-        send = _marked(send)
         seen: list[LiveResponse] = []
         try:
-            answer = self.fixtures.call_keyed(call, lambda: self._capture(seen, send()))
+            answer = self.fixtures.call_keyed(call, lambda: self._capture(seen, _marked(send)()))
         except _EnvironmentFailure as failure:
             return _whole(failure.live)
         except (MissingFixtureError, DriftError) as miss:
@@ -546,11 +545,10 @@ class HttpFixtures:
                     call: Call | None = None) -> Reply:
         """Async twin of `call`: `send` returns an awaitable `LiveResponse`."""
         call = call or self.fixtures.key(KIND, document)
-        send = _amarked(send)
         seen: list[LiveResponse] = []
 
         async def live() -> JSON:
-            return self._capture(seen, await send())
+            return self._capture(seen, await _amarked(send)())
 
         try:
             answer = await self.fixtures.acall_keyed(call, live)

@@ -213,10 +213,11 @@ class ModelFixtures:
         return answer
 
     def _answer(self, fixture: Fixture, schema: Mapping[str, Any] | None) -> Any:
-        return self.codec.answer(fixture, self.lookup.where(fixture.kind, fixture.key), schema)
+        return self.codec.answer(fixture, lambda: self.lookup.where(fixture.kind, fixture.key),
+                                 schema)
 
     def _chunks(self, fixture: Fixture) -> list[Any] | ChunkLines:
-        return self.codec.chunks(fixture, self.lookup.where(fixture.kind, fixture.key))
+        return self.codec.chunks(fixture, lambda: self.lookup.where(fixture.kind, fixture.key))
 
     def _collected(self, call: Call, collected: list[Any]) -> None:
         self.lookup.write(call, chunks=self.redactor.redact_stream(collected))

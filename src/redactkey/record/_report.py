@@ -22,14 +22,14 @@ from __future__ import annotations
 import os
 import shlex
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from .._errors import DriftError, FixtureFormatError, UsageError
-from ..fixtures._format import dump_document
-from ..fixtures._store import FixtureDir, atomic_write
+from ..fixtures._format import Fixture, dump_document
+from ..fixtures._store import FixtureDir, FixtureStore, atomic_write, replay_reader
 from ._lookup import Outcome
 
 __all__ = [
@@ -38,10 +38,12 @@ __all__ = [
     "CallEvent",
     "RunReport",
     "RunSummary",
+    "TrackedStore",
     "merge_parts",
     "new_dir",
     "new_part",
     "report_document",
+    "shown_path",
 ]
 
 REPORT_FILE = ".redactkey-report.json"
@@ -318,6 +320,38 @@ class RunSummary:
             fixture_dirs=sorted(merged["dirs"]), partial=partial,
         )
 
+    def lines(self) -> Iterator[tuple[str, bool]]:
+        """The terminal summary, line by line, with whether a line is an alarm (red)."""
+        yield (f"replayed {len(self.replayed)}, recorded {len(self.recorded)}, "
+               f"missing {len(self.missing)}, unused files {len(self.unused)}"), False
+        if self.missing:
+            yield "missing (no recorded call; each failed test says how to record it):", False
+            for event in self.missing:
+                yield (f"  {event['test']}: {event['kind']} {event['key'][:12]}… "
+                       f"in {event['store']}"), False
+        if self.blocked:
+            yield "network connections refused:", False
+            for test, targets in sorted(self.blocked.items()):
+                yield f"  {test}: {', '.join(targets)}", False
+        if self.drifted:
+            yield f"drifted from their recordings (verify): {len(self.drifted)}", True
+            for drift in self.drifted:
+                yield f"  {drift['test']}: {drift['file']}", False
+                for difference in drift["differences"]:
+                    yield f"    {difference['pointer'] or '(root)'}: {difference['what']}", False
+            yield f"to re-record just these: {self.rerecord_command()}", False
+        if self.unused:
+            yield "unused fixture files (no test replayed or recorded them):", False
+            for path in self.unused:
+                yield f"  {path}", False
+        for note in self.unchecked:
+            yield f"unused files not checked in {note}", False
+        if self.dummies:
+            yield ("stand-in secrets skipped (nothing was recorded; recording needs the real "
+                   "credential):"), False
+            for slot, reason in sorted(self.dummies.items()):
+                yield f"  {slot}: {reason}", False
+
     def rerecord_command(self) -> str:
         """The pytest command that re-records just the tests whose answers drifted."""
         tests = sorted({d["test"] for d in self.drifted})
@@ -343,3 +377,79 @@ class RunSummary:
                      for test, targets in sorted(self.blocked.items()) for target in targets],
             drifted=[{**d, "file": moved(d["file"])} for d in self.drifted], **extra,
         )
+
+
+# -- a pytest test's calls
+
+
+class TrackedStore:
+    """A fixture store that tells the session which calls a test replayed or recorded.
+
+    It delegates to the real store (a `FixtureDir` by default); the pytest plugin gives
+    it to each test's Recorder, so the summary needs nothing from the layers.
+    """
+
+    def __init__(self, inner: FixtureStore, nodeid: str, *, shown: str | None = None) -> None:
+        self.inner = inner
+        self.nodeid = nodeid
+        self.shown = shown  # the store's location as reports show it, when known
+        # (kind, key) -> "replayed" | "recorded" | "missing", in first-seen order
+        self.calls: dict[tuple[str, str], str] = {}
+        self._lock = threading.Lock()  # a test may call from several threads
+
+    def __repr__(self) -> str:
+        return f"TrackedStore({self.inner!r})"
+
+    @property
+    def location(self) -> str:
+        return self.inner.location
+
+    @property
+    def path(self) -> Path:
+        """The fixture directory (or cassette file)."""
+        return Path(self.inner.location)
+
+    def _track(self, kind: str, key: str, fixture: Fixture | None) -> Fixture | None:
+        with self._lock:
+            if self.calls.get((kind, key)) != "recorded":
+                self.calls[(kind, key)] = "missing" if fixture is None else "replayed"
+        return fixture
+
+    def get(self, kind: str, key: str) -> Fixture | None:
+        return self._track(kind, key, self.inner.get(kind, key))
+
+    def get_replayed(self, kind: str, key: str) -> Fixture | None:
+        return self._track(kind, key, replay_reader(self.inner)(kind, key))
+
+    def put(self, fixture: Fixture) -> Path:
+        path = self.inner.put(fixture)
+        with self._lock:
+            self.calls[(fixture.kind, fixture.key)] = "recorded"
+        return path
+
+    def path_for(self, kind: str, key: str) -> Path:
+        return self.inner.path_for(kind, key)
+
+    def iter_fixtures(self, kind: str | None = None) -> Iterator[Fixture]:
+        return self.inner.iter_fixtures(kind)
+
+    def recorded_requests(self, kind: str) -> Iterator[tuple[str, Any]]:
+        return self.inner.recorded_requests(kind)
+
+    def events(self, root: Path) -> list[dict[str, str]]:
+        """What this test did, one JSON-ready record per call; paths relative to `root`."""
+        with self._lock:
+            calls = list(self.calls.items())
+        store = self.shown if self.shown is not None else shown_path(self.location, root)
+        return [{"test": self.nodeid, "outcome": outcome, "kind": kind, "key": key,
+                 "store": store, "file": shown_path(self.path_for(kind, key), root)}
+                for (kind, key), outcome in calls]
+
+
+def shown_path(path: str | Path, root: Path) -> str:
+    """`path` relative to the rootdir when inside it (portable reports), else absolute."""
+    path = Path(path)
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
