@@ -461,7 +461,7 @@ class TestNetworkGuard:
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines([
             "*redactkey*",
-            "network connection refused in replay: 192.0.2.1:9; run with "
+            "network connection to 192.0.2.1:9 refused: redactkey replays*run with "
             "--redactkey-mode=record*",
         ])
 

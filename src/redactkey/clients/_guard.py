@@ -105,8 +105,10 @@ def _is_loopback(host: str) -> bool:
 class NetworkGuard:
     """Refuses outgoing internet connections of one test while entered (each test phase).
 
-    `blocked` (test -> targets) collects what was refused; the connections a face sends
-    live (`sending_live`) and, with `allow_loopback`, local ones pass.
+    `blocked` (test -> targets) collects what was refused, and `refused` the errors
+    raised (a client may swallow one: botocore does while it looks for credentials); the
+    connections a face sends live (`sending_live`) and, with `allow_loopback`, local ones
+    pass.
     """
 
     def __init__(self, nodeid: str, mode: str, *, allow_loopback: bool,
@@ -116,6 +118,7 @@ class NetworkGuard:
         self.allow_loopback = allow_loopback
         self.blocked = blocked
         self.how_to_record = how_to_record
+        self.refused: list[NetworkRefusedError] = []
         self._saved: tuple[Any, Any] = (_INHERITED, _INHERITED)
 
     def check(self, sock: socket.socket, address: Any) -> None:
@@ -129,8 +132,10 @@ class NetworkGuard:
         # socket.create_connection closes its socket only on OSError; close it here so a
         # refused connection leaves no unclosed-socket ResourceWarning behind.
         sock.close()
-        raise NetworkRefusedError(self.nodeid, target[1], self.mode, face=face_for_caller(),
-                                  how_to_record=self.how_to_record)
+        error = NetworkRefusedError(self.nodeid, target[1], self.mode, face=face_for_caller(),
+                                    how_to_record=self.how_to_record)
+        self.refused.append(error)
+        raise error
 
     def __enter__(self) -> None:
         cls = socket.socket
@@ -146,11 +151,14 @@ class NetworkGuard:
             check(sock, address)
             return connect_ex(sock, address)
 
-        setattr(cls, "connect", guarded_connect)  # noqa: B010 (mypy: a method assigned)
-        setattr(cls, "connect_ex", guarded_connect_ex)  # noqa: B010
+        cls.connect = guarded_connect  # type: ignore[method-assign,assignment]
+        cls.connect_ex = guarded_connect_ex  # type: ignore[method-assign,assignment]
 
     def __exit__(self, *exc: object) -> None:
         cls = socket.socket
+        if self._saved == (_INHERITED, _INHERITED):  # (the common case)
+            del cls.connect, cls.connect_ex
+            return
         for name, value in zip(("connect", "connect_ex"), self._saved, strict=True):
             if value is _INHERITED:
                 delattr(cls, name)

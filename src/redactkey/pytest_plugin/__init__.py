@@ -111,7 +111,7 @@ class _Fixtures:
     def _recorder(self) -> Recorder:
         """The test's Recorder: the project's `redactkey` fixture when it has one."""
         item = self._item()
-        if self.run.overridden("redactkey"):
+        if self.run.overridden(item, "redactkey"):
             return request_of(item).getfixturevalue("redactkey")  # type: ignore[no-any-return]
         return self.run.recorder(item)
 
@@ -169,8 +169,9 @@ class _Fixtures:
         return None
 
     def _transport(self, model: bool) -> Iterator[FixtureTransport]:
-        inner = (request_of(self._item()).getfixturevalue("redactkey_inner_transport")
-                 if self.run.overridden("redactkey_inner_transport") else None)
+        item = self._item()
+        inner = (request_of(item).getfixturevalue("redactkey_inner_transport")
+                 if self.run.overridden(item, "redactkey_inner_transport") else None)
         transport = self._recorder().transport(inner=inner, model=model)
         try:
             yield transport

@@ -77,7 +77,7 @@ class Shared:
         self.options = options
         self.part = part  # the session's share of the run (stand-in secrets go there)
         self.fixture_dirs: dict[tuple[str, Any], Path] = {}
-        self.stores: dict[Path, FixtureStore] = {}
+        self.stores: dict[Path, tuple[FixtureStore, str]] = {}  # with its location as shown
         self.ages = FixtureAges()  # git is asked once per fixture tree for the whole session
         # (whether it records, the environment read, the secrets): copied for each test
         self._secrets: tuple[bool, dict[Any, Any], RunSecrets] | None = None
@@ -130,12 +130,13 @@ class Shared:
                 f"ini redactkey_min_secret_length={text!r}: use a whole number from 4 to 256")
         return value
 
-    def store(self, directory: Path) -> FixtureStore:
-        """The store of a fixture directory, one object for every test that uses it."""
+    def store(self, directory: Path) -> tuple[FixtureStore, str]:
+        """The store of a fixture directory, one for every test that uses it, and its
+        location as the summary shows it."""
         if directory not in self.stores:
-            self.stores[directory] = (
-                CassetteStore(directory.with_name(directory.name + ".json"))
-                if self.options.store == "cassette" else FixtureDir(directory))
+            store = (CassetteStore(directory.with_name(directory.name + ".json"))
+                     if self.options.store == "cassette" else FixtureDir(directory))
+            self.stores[directory] = (store, shown_path(store.location, self.config.rootpath))
         return self.stores[directory]
 
     def secrets(self, records: bool, slots: list[object]) -> RunSecrets:
@@ -173,9 +174,8 @@ class Shared:
                  on_drift: Callable[[DriftError], None] | None) -> Recorder:
         """The Recorder of one test."""
         settings = settings_for(item)
-        inner = self.store(settings.fixture_dir)
-        store = TrackedStore(inner, item.nodeid, shown=shown_path(inner.location,
-                                                                self.config.rootpath))
+        inner, shown = self.store(settings.fixture_dir)
+        store = TrackedStore(inner, item.nodeid, shown=shown)
         secrets = self.secrets(bool({settings.mode, settings.model_mode} & {"record", "auto"}),
                                slots)
         verify, normalizers = self.layer_settings
@@ -237,7 +237,8 @@ class Run:
         self.failed_unused = False
         self.dir_of: dict[str, str] = {}  # nodeid -> fixture directory, for collected tests
         self.marked_parents: dict[str, bool] = {}
-        self.overrides: dict[str, bool] = {}
+        self.shown_dirs: dict[Path, str] = {}
+        self.overrides: dict[tuple[str, str], bool] = {}
         self.item: pytest.Item | None = None  # the test being set up, for the fixtures
 
     def marked(self, item: pytest.Item) -> bool:
@@ -262,21 +263,26 @@ class Run:
                 return True
         return self.marked(item)
 
-    def overridden(self, name: str) -> bool:
-        """Whether the project defines fixture `name` too (then each test asks pytest)."""
-        if name not in self.overrides:
-            manager = getattr(self.config.pluginmanager.get_plugin("funcmanage"),
-                              "_arg2fixturedefs", None)
-            definitions = manager.get(name, []) if isinstance(manager, dict) else [None]
-            self.overrides[name] = not all(_defined_here(d) for d in definitions)
-        return self.overrides[name]
+    def overridden(self, item: pytest.Item, name: str) -> bool:
+        """Whether the fixture `name` that `item` sees is the project's, not the plugin's
+        (then the test asks pytest for it); worked out once for the tests of a module or
+        class. When pytest cannot tell (its internals moved), the test asks pytest."""
+        where = (item.parent.nodeid if item.parent is not None else "", name)
+        if where not in self.overrides:
+            try:
+                definitions = item.session._fixturemanager.getfixturedefs(name, item)
+                ours = not definitions or _defined_here(definitions[-1])
+            except Exception:  # (getfixturedefs took a node id before pytest 8.1)
+                ours = False
+            self.overrides[where] = not ours
+        return self.overrides[where]
 
     def recorder(self, item: pytest.Item) -> Recorder:
         """The plugin's own Recorder of `item` (built once, on first use)."""
         recorder = item.stash.get(_RECORDER_KEY, None)
         if recorder is None:
             slots = (request_of(item).getfixturevalue("redactkey_secret_slots")
-                     if self.overridden("redactkey_secret_slots") else [])
+                     if self.overridden(item, "redactkey_secret_slots") else [])
             nodeid = item.nodeid
             on_drift = ((lambda error: self.add_drift(nodeid, error))
                         if self.options.verify == "report" else None)
@@ -294,7 +300,10 @@ class Run:
             return None  # reported when the test sets up
 
     def _dir_info(self, settings: RedactkeySettings) -> tuple[str, dict[str, Any]]:
-        shown = shown_path(settings.fixture_dir, self.config.rootpath)
+        shown = self.shown_dirs.get(settings.fixture_dir)
+        if shown is None:
+            shown = self.shown_dirs[settings.fixture_dir] = shown_path(
+                settings.fixture_dir, self.config.rootpath)
         return shown, self.part["dirs"].setdefault(shown, new_dir())
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -394,17 +403,13 @@ class Run:
         report = yield
         if not report.failed:
             return report
-        notes = []
-        blocked = self.part["blocked"].get(item.nodeid)
-        settings = item.stash.get(SETTINGS_KEY, None)
-        if blocked and settings is not None:
+        notes: list[str] = []
+        guard = item.stash.get(_GUARD_KEY, None)
+        if guard is not None and guard.refused:
             # An SDK may wrap or swallow the error; say what happened regardless.
-            why = (f"in replay: {', '.join(blocked)}; {settings.how_to_record[1]}"
-                   if settings.replays_only else
-                   f"while recording: {', '.join(blocked)} (they went past every redactkey "
-                   "face, so nothing of them would be recorded)")
-            notes.append(f"{'network connection' if len(blocked) == 1 else 'network connections'}"
-                         f" refused {why}")
+            prefix = f"{item.nodeid}: "
+            notes.extend(dict.fromkeys(str(e).removeprefix(prefix) for e in guard.refused))
+        settings = item.stash.get(SETTINGS_KEY, None)
         miss = _missing_in(call.excinfo.value) if call.excinfo is not None else None
         if miss is not None:
             notes.append(f"a recorded call is missing; to record it: {miss.how_to_record}")

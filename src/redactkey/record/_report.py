@@ -360,11 +360,23 @@ class RunSummary:
     def document(self, mode: str, model_mode: str, root: Path, report: Path) -> dict[str, Any]:
         """The run report. Its paths are relative to the report's directory, which is
         how `redact audit --run-report` resolves them."""
-        def moved(shown: str) -> str:
+        directories: dict[str, str] = {}
+
+        def relocated(shown: str) -> str:
             try:
                 return Path(os.path.relpath(root / shown, report.parent)).as_posix()
             except ValueError:  # another drive (Windows)
                 return (root / shown).as_posix()
+
+        def moved(shown: str) -> str:
+            # Relocated once per directory: a run's files share a few directories.
+            head, _, name = shown.rpartition("/")
+            if not head or name in ("", ".", ".."):
+                return relocated(shown)
+            if head not in directories:
+                directories[head] = relocated(head)
+            base = directories[head]
+            return name if base == "." else f"{base}/{name}"
 
         events = [{**e, "store": moved(e["store"]), "file": moved(e["file"])}
                   for e in (*self.replayed, *self.recorded, *self.missing)]
@@ -441,9 +453,16 @@ class TrackedStore:
         with self._lock:
             calls = list(self.calls.items())
         store = self.shown if self.shown is not None else shown_path(self.location, root)
+        inner = self.inner
+
+        def file(kind: str, key: str) -> str:
+            if isinstance(inner, FixtureDir):  # (a file in the directory shown above)
+                name = inner.file_name(kind, key)
+                return name if store == "." else f"{store}/{name}"
+            return shown_path(self.path_for(kind, key), root)
+
         return [{"test": self.nodeid, "outcome": outcome, "kind": kind, "key": key,
-                 "store": store, "file": shown_path(self.path_for(kind, key), root)}
-                for (kind, key), outcome in calls]
+                 "store": store, "file": file(kind, key)} for (kind, key), outcome in calls]
 
 
 def shown_path(path: str | Path, root: Path) -> str:
