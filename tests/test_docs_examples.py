@@ -1,12 +1,19 @@
 """Every Python block in README.md and docs/ runs.
 
 A block runs in a fresh namespace, in an empty temporary directory, with replay mode
-and fake provider keys in the environment; top-level `await` is allowed. A block that
-is a fragment says so with a marker on the line before its fence, and a hidden setup
-below completes it:
+and fake provider keys in the environment; top-level `await` is allowed. Every block
+runs as written: what it uses it defines or imports itself, or a block before it on the
+same page does (`continue`). A marker on the line before its fence may prepare the
+environment it runs in (files, variables, local fake servers), never its names:
 
-    <!-- docs: setup=NAME -->      run SETUPS[NAME] first, in the same namespace
+    <!-- docs: setup=NAME -->      run SETUPS[NAME] first, in a namespace of its own
     <!-- docs: continue -->        run in the namespace of the previous block of the file
+    <!-- docs: replayed -->        run twice: against local fake providers (OpenAI and
+                                   Bedrock, keyed as the real hosts by host aliases,
+                                   OPENAI_BASE_URL and AWS_ENDPOINT_URL_BEDROCK_RUNTIME
+                                   pointing at them, REDACTKEY_MODE=record), then in a
+                                   fresh namespace with the fakes stopped, those variables
+                                   gone and every connection refused
     <!-- docs: pytest setup=NAME --> the block is a test module (its first line names
                                    it, `# tests/test_x.py`): SETUPS[NAME] runs first and
                                    may define `conftest` (the text of a conftest.py);
@@ -20,8 +27,9 @@ below completes it:
                                    runs once with `--redactkey-mode=record` against
                                    local fake providers on loopback (a host alias keys
                                    them as the real API hosts), then again in replay
-                                   with the fakes stopped, no base URLs and other keys;
-                                   every test of the block must pass in both runs
+                                   with the fakes stopped, no base URLs, no AWS_*
+                                   variable and other keys; every test of the block must
+                                   pass in both runs
 
 A setup may enter context managers (local fake servers) on `stack`, which is closed
 after the block. There is no marker that skips a block: every Python block runs, and
@@ -58,77 +66,9 @@ FAKE_KEYS = {
     "ANTHROPIC_API_KEY": "sk-ant-api03-" + "Rk5vN8" * 12,
 }
 
-_CHAT = """
-import httpx2, openai
-
-def _answer(request):
-    return httpx2.Response(200, json={
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": "Hello!"}}]})
-
-client = openai.OpenAI(http_client=httpx2.Client(transport=httpx2.MockTransport(_answer)))
-"""
-
 SETUPS: dict[str, str] = {
-    # fixture-format.md: the document a fixture file holds, a key to look up
-    "document": "import json\ndocument = {'version': 1}\n",
-    "fixture-key": "key = '0' * 64\n",
-    # clients.md: the API key a reader passes
-    "api-key": "key = 'sk-proj-' + 'Dq7xW2' * 8\n",
-    # modes.md: a model client with sync, streaming and async calls, recorded on first use
-    "model-client": """
-import os
-os.environ["REDACTKEY_MODE"] = "auto"
-components = ["OPENAI_API_KEY"]
-prompt = "Say hello"
-request = {"model": "m-1", "messages": [{"role": "user", "content": prompt}]}
-
-class _Client:
-    def complete(self, **request):
-        return "Hello!"
-    def stream(self, **request):
-        return iter(["Hel", "lo!"])
-    async def acomplete(self, **request):
-        return "Hello!"
-    async def astream(self, **request):
-        for piece in ("Hel", "lo!"):
-            yield piece
-
-client = _Client()
-""",
-    # modes.md: ModelFixtures in front of an OpenAI client answering from a mock transport
-    "openai-fixtures": _CHAT + """
-import os
-from openai.types.chat import ChatCompletion
-from redactkey import FixtureDir, ModelFixtures
-os.environ["REDACTKEY_MODE"] = "auto"
-fixtures = ModelFixtures(FixtureDir("tests/fixtures"))
-""",
-    # modes.md: the ToolFixtures of the block above, and the typing names the tools use
-    "stream-tools": """
-from collections.abc import AsyncIterator, Iterator
-from redactkey import FixtureDir, Redactor
-from redactkey.record._tools import ToolFixtures
-tools = ToolFixtures(FixtureDir("tests/fixtures"), redactor=Redactor())
-""",
-    # redaction.md: components that read secrets, a request, chunks and an answer
-    "redaction": """
-from pydantic import SecretStr
-from pydantic_settings import BaseSettings
-
-class Settings(BaseSettings):
-    anthropic_api_key: SecretStr = SecretStr("sk-ant-api03-" + "Zz9" * 20)
-
-class GitHubTool:
-    secret_slots = ("GITHUB_TOKEN",)
-
-settings, github_tool = Settings(), GitHubTool()
-request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-chunks = ["Hel", "lo"]
-answer = {"text": "Hello"}
-""",
-    # http-clients.md: the search call, recorded once from a canned answer
+    # http-clients.md: the search call, recorded once from a canned answer (the block
+    # replays it)
     "recorded-search": """
 import io
 import requests
@@ -155,78 +95,6 @@ _session.mount("https://", RequestsAdapter(FixtureDir("tests/fixtures"), mode="r
                                            inner=_Canned()))
 _session.post("https://api.example.com/v1/search", json={"q": "redactkey"})
 """,
-    # http-clients.md: reading a stream with requests, aiohttp, httpx (the clients alone)
-    "stream-requests": """
-import contextlib
-url, body = "https://api.example.test/v1/stream", {"stream": True}
-
-class _Response:
-    def iter_lines(self):
-        return iter([b"data: 1", b"data: 2"])
-
-class _Session:
-    def post(self, url, json=None, stream=False):
-        return contextlib.nullcontext(_Response())
-
-session = _Session()
-""",
-    "stream-aiohttp": """
-import contextlib
-url, body = "https://api.example.test/v1/stream", {"stream": True}
-
-class _Content:
-    async def __aiter__(self):
-        for line in (b"data: 1", b"data: 2"):
-            yield line
-
-class _Response:
-    content = _Content()
-
-class _Session:
-    def post(self, url, json=None):
-        return contextlib.nullcontext(_Response())
-
-session = _Session()
-""",
-    "stream-httpx": """
-import httpx2
-url, body = "https://api.example.test/v1/stream", {"stream": True}
-client = httpx2.Client(transport=httpx2.MockTransport(
-    lambda request: httpx2.Response(200, text="data: 1\\n\\ndata: 2\\n\\n")))
-""",
-    # clients.md: the Bedrock call of the example, recorded from a local fake Bedrock (the
-    # project's host alias keys it as a call to AWS); the fake stops before the example
-    # replays it with the AWS endpoint and other credentials
-    "bedrock-recorded": """
-import os, secrets
-import boto3
-from fakebedrock import FakeBedrock
-from redactkey import FixtureDir, use_botocore
-
-def _credentials():
-    os.environ["AWS_ACCESS_KEY_ID"] = "AKIA" + secrets.token_hex(8).upper()
-    os.environ["AWS_SECRET_ACCESS_KEY"] = secrets.token_urlsafe(30)
-
-for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
-             "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
-    os.environ.pop(name, None)
-os.environ.update(AWS_CONFIG_FILE="aws-config", AWS_SHARED_CREDENTIALS_FILE="aws-credentials",
-                  AWS_EC2_METADATA_DISABLED="true")
-with FakeBedrock() as _fake:
-    _host = _fake.url.removeprefix("http://")
-    with open("pyproject.toml", "w", encoding="utf-8") as _file:
-        _file.write(f'[tool.redactkey.hosts]\\n"{_host}" = '
-                    '"bedrock-runtime.us-east-1.amazonaws.com"\\n')
-    _credentials()
-    os.environ["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = _fake.url
-    use_botocore(boto3.client("bedrock-runtime", region_name="us-east-1"),
-                 FixtureDir("tests/fixtures"), mode="record").converse(
-        modelId="anthropic.claude-3-haiku-20240307-v1:0",
-        messages=[{"role": "user", "content": [{"text": "Hello"}]}])
-    assert len(_fake.seen) == 1
-del os.environ["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"]
-_credentials()
-""",
     # cli/migrate.md: the suite before migrating, which uses pytest-recording's `vcr`
     # marker. pytest-recording is not a test dependency (its --record-mode option collides
     # with other plugins), so the marker is registered as that plugin registers it, and
@@ -242,8 +110,6 @@ conftest = (
     "    config.addinivalue_line('markers', 'vcr: record and replay HTTP (pytest-recording)')\\n"
 )
 """,
-    # redaction.md: a client holding a session token
-    "session-client": "class _C:\n    session_token = 'tok'\nclient = _C()\n",
 }
 
 
@@ -261,8 +127,10 @@ def _run(code: str, name: str, namespace: dict[str, Any]) -> None:
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.name for b in BLOCKS])
 def test_python_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                            request: pytest.FixtureRequest) -> None:
-    """The block runs as a reader would paste it (after its hidden setup, if marked; after
-    the blocks it continues, run again here, so that any order and any worker works)."""
+    """The block runs as a reader would paste it (in the environment its marker prepares;
+    after the blocks it continues, run again here, so that any order and any worker
+    works)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.aws of this machine
     monkeypatch.chdir(tmp_path)
     for name in ("REDACTKEY_MODE", "REDACTKEY_MODEL_MODE", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
@@ -276,16 +144,18 @@ def test_python_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.Mon
             warnings.simplefilter("default")
             for step in _chain(block):
                 setup = step.options.get("setup")
-                if setup is not None:
+                prepared: dict[str, Any] = {"stack": stack}
+                if setup is not None:  # its names stay its own: the block runs as written
                     assert setup in SETUPS, f"{step.name}: unknown setup {setup!r}"
-                    namespace["stack"] = stack
-                    _run(textwrap.dedent(SETUPS[setup]), f"setup {setup}", namespace)
-                    del namespace["stack"]
+                    _run(textwrap.dedent(SETUPS[setup]), f"setup {setup}", prepared)
                 if "recorded" in step.options:
                     request.node.user_properties.append(("docs_pytest_session", step.name))
                     _check_recorded(step, request)
                 elif "pytest" in step.options:
-                    _run_test_module(step, namespace, request.getfixturevalue("pytester"))
+                    _run_test_module(step, prepared.get("conftest", ""),
+                                     request.getfixturevalue("pytester"))
+                elif "replayed" in step.options:
+                    _run_replayed(step, monkeypatch)
                 else:
                     _run(step.code, step.name, namespace)
     finally:
@@ -304,14 +174,39 @@ def _chain(block: Block) -> list[Block]:
     return same_page[start: index + 1]
 
 
-def _run_test_module(block: Block, namespace: dict[str, Any],
-                     pytester: pytest.Pytester) -> None:
+def _run_replayed(block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The block records against local fakes, then replays with every connection refused."""
+    from fakebedrock import FakeBedrock
+
+    from redactkey.clients._guard import NetworkGuard
+
+    with FakeProvider() as provider, FakeBedrock() as bedrock, monkeypatch.context() as live:
+        Path("pyproject.toml").write_text(
+            "[tool.redactkey.hosts]\n"
+            f'"{provider.url.removeprefix("http://")}" = "api.openai.com"\n'
+            f'"{bedrock.url.removeprefix("http://")}" = '
+            '"bedrock-runtime.us-east-1.amazonaws.com"\n', encoding="utf-8")
+        live.setenv("OPENAI_BASE_URL", provider.url + "/v1")
+        live.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", bedrock.url)
+        live.setenv("AWS_ACCESS_KEY_ID", "AKIA" + secrets.token_hex(8).upper())
+        live.setenv("AWS_SECRET_ACCESS_KEY", secrets.token_urlsafe(30))
+        live.setenv("REDACTKEY_MODE", "record")
+        _run(block.code, block.name, {"__name__": "docs_example"})
+        assert provider.seen or bedrock.seen, f"{block.name}: the record run made no call"
+    refused: dict[str, list[str]] = {}
+    with NetworkGuard(block.name, "replay", allow_loopback=False, blocked=refused,
+                      how_to_record="record it"):
+        _run(block.code, block.name, {"__name__": "docs_example"})
+    assert refused == {}
+
+
+def _run_test_module(block: Block, conftest: str, pytester: pytest.Pytester) -> None:
     named = re.match(r"#\s*(\S+\.py)\b", block.code)
     assert named, f"{block.name}: a pytest block starts with its file name (# tests/test_x.py)"
     target = pytester.path / named.group(1)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(block.code, encoding="utf-8")
-    pytester.makeconftest(namespace.get("conftest", ""))
+    pytester.makeconftest(conftest)
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:hypothesispytest",
                                 "--strict-markers", "-q", str(target))
     shown = f"{block.name}:\n" + "\n".join(result.outlines[-30:])
@@ -351,21 +246,32 @@ def _recorded_project(path: Path, request: pytest.FixtureRequest) -> tuple[Any, 
             assert named, f"{block.name}: a recorded block starts with # tests/test_x.py"
             assert not (pytester.path / named.group(1)).exists(), f"{block.name}: file twice"
             (pytester.path / named.group(1)).write_text(block.code, encoding="utf-8")
+    from fakebedrock import FakeBedrock
+
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     for name in ("REDACTKEY_MODE", "REDACTKEY_MODEL_MODE", "OPENAI_BASE_URL",
                  "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    with FakeProvider() as openai_fake, FakeProvider() as anthropic_fake:
-        hosts = {openai_fake.url: "api.openai.com", anthropic_fake.url: "api.anthropic.com"}
+    for name in [name for name in os.environ if name.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    live = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    with FakeProvider() as openai_fake, FakeProvider() as anthropic_fake, \
+            FakeBedrock() as bedrock_fake:
+        hosts = {openai_fake.url: "api.openai.com", anthropic_fake.url: "api.anthropic.com",
+                 bedrock_fake.url: "bedrock-runtime.us-east-1.amazonaws.com"}
         pytester.makepyprojecttoml("[tool.redactkey.hosts]\n" + "".join(
             f'"{url.removeprefix("http://")}" = "{host}"\n' for url, host in hosts.items()))
-        monkeypatch.setenv("OPENAI_BASE_URL", openai_fake.url + "/v1")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_fake.url)
+        for name, value in zip(live, (openai_fake.url + "/v1", anthropic_fake.url,
+                                      bedrock_fake.url, "AKIA" + secrets.token_hex(8).upper(),
+                                      secrets.token_urlsafe(30)), strict=True):
+            monkeypatch.setenv(name, value)
         monkeypatch.setenv("OPENAI_API_KEY", _fake_key("sk-proj-"))
         monkeypatch.setenv("ANTHROPIC_API_KEY", _fake_key("sk-ant-api03-"))
         record = pytester.runpytest(*_QUIET_PLUGINS, "--redactkey-mode=record", "tests")
-        assert openai_fake.seen or anthropic_fake.seen, "the record run made no call"
-    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        assert openai_fake.seen or anthropic_fake.seen or bedrock_fake.seen, (
+            "the record run made no call")
+    for name in live:
         monkeypatch.delenv(name)
     monkeypatch.setenv("OPENAI_API_KEY", _fake_key("sk-proj-"))
     monkeypatch.setenv("ANTHROPIC_API_KEY", _fake_key("sk-ant-api03-"))

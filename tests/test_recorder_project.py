@@ -62,10 +62,9 @@ def test_bedrock_converse(redactkey):
 
 
 def test_openai_sdk(redactkey):
-    client = openai.OpenAI(api_key=KEY, base_url=BASE, max_retries=0,
-                           http_client=httpx2.Client(transport=redactkey.transport()))
-    completion = client.chat.completions.create(
-        **ask("Write a haiku about fixtures."))
+    with httpx2.Client(transport=redactkey.transport()) as http:
+        client = openai.OpenAI(api_key=KEY, base_url=BASE, max_retries=0, http_client=http)
+        completion = client.chat.completions.create(**ask("Write a haiku about fixtures."))
     assert len(completion.choices[0].message.content.splitlines()) == 3
 '''
 

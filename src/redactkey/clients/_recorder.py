@@ -112,8 +112,6 @@ class Recorder:
         how_to_record: str | tuple[str, str] | None = None,
         how_to_rerecord: str | None = None,
     ) -> None:
-        self._given = {name: value for name, value in locals().items()
-                       if name not in ("self", "__class__")}
         self.store: FixtureStore = (FixtureDir(store_or_path)
                                     if isinstance(store_or_path, (str, os.PathLike))
                                     else store_or_path)
@@ -128,7 +126,7 @@ class Recorder:
                                 sensitive_keys=self.config.sensitive_keys,
                                 extra_patterns=self.config.extra_patterns())
         self.secrets, self.redactor = secrets, redactor
-        self.spec = spec
+        self.spec, self.hosts = spec, hosts
         self.answer_normalizers = (self.config.answers.normalizers()
                                    if answer_normalizers is None else tuple(answer_normalizers))
         self.verify = verify if verify is not None else self.config.verify.rules()
@@ -185,18 +183,26 @@ class Recorder:
     def replace(self, **changes: Any) -> Recorder:
         """A Recorder with these settings changed (the constructor's keyword arguments,
         `store_or_path` too); new `secrets` get a redactor of their own."""
-        given = {**self._given, "secrets": self.secrets, "redactor": self.redactor,
-                 "config": self.config, **changes}
+        given: dict[str, Any] = {
+            "store_or_path": self.store, "mode": self.mode, "model_mode": self.model_mode,
+            "secrets": self.secrets, "redactor": self.redactor, "config": self.config,
+            "spec": self.spec, "hosts": self.hosts,
+            "answer_normalizers": self.answer_normalizers, "verify": self.verify,
+            "on_drift": self.on_drift, "max_age": self.max_age, "on_expiry": self.on_expiry,
+            "ages": self.ages, "report": self.report, "label": self.label,
+            "how_to_record": self.how_to_record, "how_to_rerecord": self.how_to_rerecord,
+        }
         if "secrets" in changes and "redactor" not in changes:
             given["redactor"] = None
-        return Recorder(**given)
+        return Recorder(**{**given, **changes})
 
     def __repr__(self) -> str:
         return f"Recorder({self.store!r}, mode={self.mode!r}, model_mode={self.model_mode!r})"
 
     def _options(self, model: bool) -> dict[str, Any]:
-        """What every layer of this recorder is built with, for model or tool calls."""
-        return {
+        """What every layer of this recorder is built with, for model or tool calls (what
+        is unset is left out: the layers' defaults are the same)."""
+        options = {
             "mode": self.model_mode if model else self.mode, "redactor": self.redactor,
             "spec": self.spec, "model": model, "config": self.config,
             "answer_normalizers": self.answer_normalizers, "verify": self.verify,
@@ -204,6 +210,7 @@ class Recorder:
             "ages": self.ages, "report": self.report, "label": self.label,
             "how_to_record": self.how_to_record[model], "how_to_rerecord": self.how_to_rerecord,
         }
+        return {name: value for name, value in options.items() if value is not None}
 
     # -- faces -------------------------------------------------------------------------
 

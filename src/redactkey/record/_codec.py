@@ -87,7 +87,6 @@ class AnswerCodec:
     def __init__(
         self,
         redactor: StreamRedactor,
-        *,
         copy: bool = True,
         rebuild_error: Callable[[RecordedErrorBody], BaseException] | None = None,
     ) -> None:

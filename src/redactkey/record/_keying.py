@@ -35,7 +35,7 @@ class Keying:
     its kind (or `spec` for every kind), over the redacted request."""
 
     def __init__(self, redactor: StreamRedactor, config: Config, spec: KeySpec | None,
-                 *, copies: bool) -> None:
+                 copies: bool) -> None:
         self.redactor = redactor
         self.config = config
         self.spec = spec

@@ -8,7 +8,6 @@ a miss is reported with the nearest recorded call of its kind and what differs.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any, Literal, Protocol
@@ -123,22 +122,25 @@ def format_diff(diff: list[Difference], redactor: StreamRedactor) -> list[str]:
 
 
 class StoreLookup:
-    """Reads and writes the recorded outcomes of calls in one store, for one mode."""
+    """Reads and writes the recorded outcomes of calls in one store, for one mode: answers
+    go through `normalizers` before they are written, calls are noted in `report` under
+    `label`, a miss advises `how_to_record` and an expired fixture `how_to_rerecord`
+    (past `max_age`, by `ages`, `on_expiry` decides)."""
 
+    # (positional: a test builds one, and keyword arguments cost a call more than its work)
     def __init__(
         self,
         store: FixtureStore,
         mode: Mode,
         redactor: StreamRedactor,
-        *,
-        normalizers: tuple[AnswerNormalizer, ...] = (),
-        report: CallLog | None = None,
-        label: str | None = None,
+        normalizers: tuple[AnswerNormalizer, ...],
+        report: CallLog | None,
+        label: str | None,
         how_to_record: str,
         how_to_rerecord: str,
-        max_age: timedelta | None = None,
-        on_expiry: ExpiryAction = "warn",
-        ages: FixtureAges | None = None,
+        max_age: timedelta | None,
+        on_expiry: ExpiryAction,
+        ages: FixtureAges | None,
     ) -> None:
         self.store = store
         self.mode = mode
@@ -152,8 +154,8 @@ class StoreLookup:
         self.on_expiry = on_expiry
         self.ages = ages if ages is not None else FixtureAges()
         self._read: Callable[[str, str], Fixture | None] = replay_reader(store)
-        self._recorded: set[tuple[str, str]] = set()  # written in this run, by this layer
-        self._lock = threading.Lock()
+        # Written in this run by this layer (a set's `add` and `in` need no lock of ours).
+        self._recorded: set[tuple[str, str]] = set()
 
     def where(self, kind: str, key: str) -> str:
         """The file of a call, for messages and reports."""
@@ -186,9 +188,7 @@ class StoreLookup:
                 self.warn_volatile(call)
                 raise self.missing(call)
             return None
-        with self._lock:
-            repeat = (call.kind, call.key) in self._recorded
-        if repeat:
+        if (call.kind, call.key) in self._recorded:
             # A repeat of a call recorded in this run replays what was written, so the
             # record run sees what every later replay run will see.
             fixture = self.store.get(call.kind, call.key)
@@ -214,8 +214,7 @@ class StoreLookup:
                 outcome["chunks"] = [normalize_answer(chunk, self.normalizers)
                                      for chunk in outcome["chunks"]]
         self.store.put(Fixture(key=call.key, kind=call.kind, request=call.material, **outcome))
-        with self._lock:
-            self._recorded.add((call.kind, call.key))
+        self._recorded.add((call.kind, call.key))
         self.note("recorded", call)
 
     def warn_volatile(self, call: Call) -> None:

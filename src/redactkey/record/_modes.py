@@ -43,11 +43,10 @@ def parse_mode(value: str | None, source: str) -> Mode | None:
     ``source="argument"``, else a `ConfigError` naming `source` (an environment
     variable, a command-line option, a marker).
     """
+    if value in MODES:
+        return value
     if value is None or value == "":
         return None
-    for mode in MODES:
-        if value == mode:
-            return mode
     problem = f"{value!r} is not a mode; use one of {', '.join(MODES)}"
     if source == "argument":
         raise UsageError(f"mode {problem}")

@@ -23,6 +23,7 @@ from collections.abc import (
     Mapping,
 )
 from datetime import timedelta
+from functools import cached_property
 from typing import Any, TypeVar, cast
 
 from .._errors import (
@@ -126,27 +127,30 @@ class ModelFixtures:
             raise UsageError(f"on_expiry={on_expiry!r}: use one of {', '.join(EXPIRY_ACTIONS)}")
         self.config = config if config is not None else load_config()
         self.redactor = redactor if redactor is not None else _default_redactor(self.mode)
-        self.keying = Keying(self.redactor, self.config, spec, copies=self.mode != "replay")
+        self.keying = Keying(self.redactor, self.config, spec, self.mode != "replay")
         self.lookup = StoreLookup(
             store, self.mode, self.redactor,
-            normalizers=(self.config.answers.normalizers() if answer_normalizers is None
-                         else tuple(answer_normalizers)),
-            report=report, label=label,
-            how_to_record=how_to_record or advice(source, model=model),
-            how_to_rerecord=how_to_rerecord or (
-                "pass mode='record' for this call" if source == "argument"
-                else f"set {MODE_ENV}=record for this test and run it again"),
-            max_age=parse_duration(max_age) if max_age is not None else None,
-            on_expiry=on_expiry, ages=ages,
+            (self.config.answers.normalizers() if answer_normalizers is None
+             else tuple(answer_normalizers)),
+            report, label, how_to_record or advice(source, model=model),
+            how_to_rerecord or ("pass mode='record' for this call" if source == "argument"
+                                else f"set {MODE_ENV}=record for this test and run it again"),
+            parse_duration(max_age) if max_age is not None else None, on_expiry, ages,
         )
-        self.codec = AnswerCodec(self.redactor, copy=copy_answers, rebuild_error=rebuild_error)
-        self.verifier = Verifier(self.lookup, self.codec,
-                                 verify if verify is not None else VerifyRules(), on_drift)
+        self.codec = AnswerCodec(self.redactor, copy_answers, rebuild_error)
+        self._verify = verify, on_drift
         self.recordable = recordable
         self.record_answer = record_answer
 
     def __repr__(self) -> str:
         return f"ModelFixtures({self.store!r}, mode={self.mode!r})"
+
+    @cached_property
+    def verifier(self) -> Verifier:
+        """What verify mode compares with (built on its first use)."""
+        rules, on_drift = self._verify
+        return Verifier(self.lookup, self.codec, rules if rules is not None else VerifyRules(),
+                        on_drift)
 
     @property
     def store(self) -> FixtureStore:
