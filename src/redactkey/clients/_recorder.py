@@ -117,6 +117,7 @@ class Recorder:
                                     else store_or_path)
         self.mode: Mode = parse_mode(mode, "argument") or "auto"
         self.model_mode: Mode = parse_mode(model_mode, "argument") or self.mode
+        self._model_mode = model_mode  # (None: it follows `mode`, also in `replace`)
         config = config if config is not None else load_config()
         self.config = config.with_hosts(dict(hosts)) if hosts else config
         if redactor is None:
@@ -184,7 +185,7 @@ class Recorder:
         """A Recorder with these settings changed (the constructor's keyword arguments,
         `store_or_path` too); new `secrets` get a redactor of their own."""
         given: dict[str, Any] = {
-            "store_or_path": self.store, "mode": self.mode, "model_mode": self.model_mode,
+            "store_or_path": self.store, "mode": self.mode, "model_mode": self._model_mode,
             "secrets": self.secrets, "redactor": self.redactor, "config": self.config,
             "spec": self.spec, "hosts": self.hosts,
             "answer_normalizers": self.answer_normalizers, "verify": self.verify,

@@ -328,13 +328,6 @@ class HttpFixtures:
 
     # -- documents ---------------------------------------------------------------------
 
-    def _document(self, live: LiveResponse) -> dict[str, JSON]:
-        document = response_document(live.status, live.headers, live.body, self.keep)
-        if "events" in document:
-            # A secret split across events is found only when the events are seen together.
-            document["events"] = self.redactor.redact_stream(document["events"])
-        return document
-
     def _bad(self, call: Call, problem: str) -> FixtureFormatError:
         lookup = self.fixtures.lookup
         where = lookup.where(KIND, call.key) if call.key else lookup.store.location
@@ -358,7 +351,11 @@ class HttpFixtures:
         if is_environment_failure(live.status):
             raise _EnvironmentFailure(live)
         seen.append(live)
-        return self._document(live)
+        document = response_document(live.status, live.headers, live.body, self.keep)
+        if "events" in document:
+            # A secret split across events is found only when the events are seen together.
+            document["events"] = self.redactor.redact_stream(document["events"])
+        return document
 
     def _reply(self, answer: JSON, call: Call, seen: list[LiveResponse]) -> Reply:
         """The live response when one was made (byte-exact), else the replayed one."""
@@ -389,11 +386,6 @@ class HttpFixtures:
             return encode()
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise self._bad(call, f"a recorded stream chunk: {exc}") from None
-
-    def _encoded(self, call: Call, chunks: Iterator[JSON],
-                 content_type: str | None) -> Iterator[bytes]:
-        for chunk in chunks:
-            yield self._wire(call, functools.partial(chunk_bytes, content_type, chunk))
 
     def _streams(self, document: Mapping[str, JSON], call: Call) -> bool | None:
         """Whether a call is a stream: the request says so, else its recording does;
@@ -491,7 +483,8 @@ class HttpFixtures:
             return _whole(failure.live)
         status, headers = self._head(head, call)
         content_type = headers.get("content-type")
-        pieces = (self._encoded(call, chunks, content_type) if opened
+        pieces = ((self._wire(call, functools.partial(chunk_bytes, content_type, chunk))
+                   for chunk in chunks) if opened
                   else iter([self._replayed(call, content_type, chunks)]))
 
         def close() -> None:

@@ -8,13 +8,22 @@ compares instead of writing (`_verifying`).
 Only the callee's own failures are written (`StructuredOutputError`, plus what a
 `recordable` predicate accepts); anything else `live` raises propagates and
 nothing is written.
+
+`ModelFixtures`' options: `recordable(exc)` (which other exceptions of `live` are the
+callee's own and deterministic), `record_answer(answer)` (False keeps an answer out of
+the store, e.g. a 5xx response), `rebuild_error(body)` (turn a recorded failure back into
+your own exception), `report` (a RunReport), `label` (names the caller in the report),
+`how_to_record` / `how_to_rerecord` (the advice a miss / a drift or an expired fixture
+ends with), `copy_answers` (False: hand out the stored data itself, for a caller that
+only reads it). In verify mode, `verify` (a `VerifyRules`) says what to ignore, and
+`on_drift` receives each `DriftError` instead of it being raised. `max_age` ("90d",
+"12h", a timedelta) with `on_expiry` ("warn", "fail" or "rerecord") acts on replayed
+fixtures older than that, aged by their last git commit.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import (
-    AsyncIterable,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -50,13 +59,12 @@ from ._lookup import CallLog, StoreLookup
 from ._modes import MODE_ENV, Mode, settled_mode
 from ._modes import how_to_record as advice
 from ._surfaces import ClientAdapter, wrap_function
-from ._verifying import Verifier
+from ._verifying import ALive, Verifier, open_async
 
 __all__ = ["ModelFixtures"]
 
 L = TypeVar("L", bound=Callable[..., Any])
 F = TypeVar("F", bound=Callable[..., Any])
-ALive = Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]]
 
 
 def _default_redactor(mode: Mode) -> StreamRedactor:
@@ -84,17 +92,7 @@ class ModelFixtures:
     `pyproject.toml` `[tool.redactkey]`, as `redact key` reads it), or `spec` for every
     call. `answer_normalizers` pin or drop volatile answer fields before an answer is
     written (default: `[tool.redactkey.answers]`); the caller still gets the live answer.
-
-    Options: `recordable(exc)` (which other exceptions of `live` are the callee's own and
-    deterministic), `record_answer(answer)` (False keeps an answer out of the store, e.g.
-    a 5xx response), `rebuild_error(body)` (turn a recorded failure back into your own
-    exception), `report` (a RunReport), `label` (names the caller in the report),
-    `how_to_record` / `how_to_rerecord` (the advice a miss / a drift or an expired
-    fixture ends with), `copy_answers` (False: hand out the stored data itself, for a
-    caller that only reads it). In verify mode, `verify` (a `VerifyRules`) says what to
-    ignore, and `on_drift` receives each `DriftError` instead of it being raised.
-    `max_age` ("90d", "12h", a timedelta) with `on_expiry` ("warn", "fail" or
-    "rerecord") acts on replayed fixtures older than that, aged by their last git commit.
+    The other options are listed in the module docstring.
     """
 
     def __init__(
@@ -232,8 +230,6 @@ class ModelFixtures:
     def call(self, kind: str, request: Any, live: Callable[[], Any] | None, *,
              schema: Mapping[str, Any] | None = None, spec: KeySpec | None = None) -> Any:
         """The answer of a call: replayed, or from `live` (and recorded), per the mode."""
-        if self.mode == "live":
-            return self._need_live(live)()
         return self.call_keyed(self.key(kind, request, spec), live, schema=schema)
 
     def call_keyed(self, call: Call, live: Callable[[], Any] | None, *,
@@ -268,8 +264,6 @@ class ModelFixtures:
         The lookup happens now (a miss raises here); a live stream is written only
         once it has been read to its end, so an interrupted stream records nothing.
         """
-        if self.mode == "live":
-            return iter(self._need_live(live)())
         return self.stream_keyed(self.key(kind, request, spec), live)
 
     def stream_keyed(self, call: Call, live: Callable[[], Iterable[Any]] | None) -> Iterator[Any]:
@@ -310,8 +304,6 @@ class ModelFixtures:
                     *, schema: Mapping[str, Any] | None = None,
                     spec: KeySpec | None = None) -> Any:
         """Async twin of `call`: `live` returns an awaitable."""
-        if self.mode == "live":
-            return await self._need_live(live)()
         return await self.acall_keyed(self.key(kind, request, spec), live, schema=schema)
 
     async def acall_keyed(self, call: Call, live: Callable[[], Awaitable[Any]] | None, *,
@@ -342,8 +334,6 @@ class ModelFixtures:
     def astream(self, kind: str, request: Any, live: ALive | None, *,
                 spec: KeySpec | None = None) -> AsyncIterator[Any]:
         """Async twin of `stream`: `live` returns an async iterable (or an awaitable of one)."""
-        if self.mode == "live":
-            return _passthrough(self._need_live(live))
         return self.astream_keyed(self.key(kind, request, spec), live)
 
     def astream_keyed(self, call: Call, live: ALive | None) -> AsyncIterator[Any]:
@@ -351,7 +341,8 @@ class ModelFixtures:
         if self.mode == "live":
             return _passthrough(self._need_live(live))
         if self.mode == "verify":
-            return self._averify(call, self.lookup.for_verify(call), self._need_live(live))
+            return self.verifier.alive(call, self.lookup.for_verify(call),
+                                       self._need_live(live), self._is_recordable)
         fixture = self.lookup.find(call, live is not None)
         if fixture is not None:
             chunks = self._chunks(fixture)
@@ -360,19 +351,9 @@ class ModelFixtures:
             return _aiter_list(chunks)
         return self._arecord_stream(call, self._going_live(call, live))
 
-    async def _averify(self, call: Call, recorded: Fixture | None,
-                       live: ALive) -> AsyncIterator[Any]:
-        try:
-            source = await _open_async(live)
-        except BaseException as exc:
-            self.verifier.failure(call, recorded, exc, self._is_recordable(exc))
-            raise
-        async for chunk in self.verifier.astream(call, recorded, source):
-            yield chunk
-
     async def _arecord_stream(self, call: Call, live: ALive) -> AsyncIterator[Any]:
         try:
-            source = await _open_async(live)
+            source = await open_async(live)
         except BaseException as exc:
             self._failed(call, exc)
             raise
@@ -411,15 +392,8 @@ class ModelFixtures:
         return ClientAdapter(self, client, methods, streams=streams, decode=decode)
 
 
-async def _open_async(live: ALive) -> AsyncIterable[Any]:
-    result = live()
-    if inspect.isawaitable(result):
-        return await result
-    return result
-
-
 async def _passthrough(live: ALive) -> AsyncIterator[Any]:
-    async for chunk in await _open_async(live):
+    async for chunk in await open_async(live):
         yield chunk
 
 

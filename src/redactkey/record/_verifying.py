@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
+import inspect
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from typing import Any
 
 from .._errors import DriftError, StructuredOutputError
@@ -14,7 +23,17 @@ from ._codec import AnswerCodec, answer_json, error_type_name
 from ._keying import Call
 from ._lookup import StoreLookup, preview
 
-__all__ = ["Verifier"]
+__all__ = ["ALive", "Verifier", "open_async"]
+
+ALive = Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]]
+
+
+async def open_async(live: ALive) -> AsyncIterable[Any]:
+    """The async iterable `live` gives (it may return one, or an awaitable of one)."""
+    result = live()
+    if inspect.isawaitable(result):
+        return await result
+    return result
 
 
 def _schema_difference(problem: str) -> Difference:
@@ -112,9 +131,14 @@ class Verifier:
             yield chunk
         self._chunks(call, fixture, collected)
 
-    async def astream(self, call: Call, fixture: Fixture | None,
-                      source: AsyncIterable[Any]) -> AsyncIterator[Any]:
-        """Async twin of `stream`."""
+    async def alive(self, call: Call, fixture: Fixture | None, live: ALive,
+                    recordable: Callable[[BaseException], bool]) -> AsyncIterator[Any]:
+        """Async twin of `stream`, opening the live source itself."""
+        try:
+            source = await open_async(live)
+        except BaseException as exc:
+            self.failure(call, fixture, exc, recordable(exc))
+            raise
         collected: list[Any] = []
         async for chunk in source:
             collected.append(answer_json(chunk, pointer_join("", len(collected))))
