@@ -137,6 +137,16 @@ class TestSettings:
         fresh = recorder.replace(secrets=RunSecrets())
         assert fresh.redactor is not redactor
 
+    def test_replace_copies_and_builds_its_own_layers(self, tmp_path: Path) -> None:
+        recorder = Recorder(tmp_path / "a", mode="record", redactor=Redactor(), label="one")
+        models = recorder.models
+        moved = recorder.replace(store_or_path=FixtureDir(tmp_path / "b"), mode="replay",
+                                 label="two")
+        assert moved.config is recorder.config and moved.models is not models
+        assert (moved.model_mode, moved.models.mode, moved.models.label) == (
+            "replay", "replay", "two")
+        assert (recorder.models, recorder.mode, recorder.label) == (models, "record", "one")
+
 
 class TestFaces:
     """Every face is built from the recorder: one mode, one store, one redactor."""
