@@ -21,9 +21,8 @@ from redactkey import (
     RunSecrets,
     UsageError,
 )
-from redactkey.fixtures._age import FixtureAges
 from redactkey.commands._cli import main
-from redactkey.fixtures._age import format_duration, parse_duration
+from redactkey.fixtures._age import FixtureAges, format_duration, parse_duration
 
 pytest_plugins = ["pytester"]
 

@@ -31,18 +31,12 @@ MAX_MODULE_LINES = 600
 # empty `test_no_oversized_rooms` passes and its xfail mark must go (strict).
 OVERSIZED = frozenset({
     "class commands/_check.py Checker",
-    "class pytest_plugin.py _SessionState",
-    "class record/_exchange.py HttpFixtures",
-    "class record/_replay.py ModelFixtures",
     "class redact/_redactor.py Redactor",
     "class secrets/_run_secrets.py RunSecrets",
     "module commands/_check.py",
     "module fixtures/_format.py",
     "module http/_documents.py",
     "module keys/_keys.py",
-    "module pytest_plugin.py",
-    "module record/_exchange.py",
-    "module record/_replay.py",
     "module redact/_redactor.py",
     "module scan/_detectors.py",
     "module secrets/_run_secrets.py",

@@ -177,7 +177,6 @@ def _chain(block: Block) -> list[Block]:
 def _run_replayed(block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
     """The block records against local fakes, then replays with every connection refused."""
     from fakebedrock import FakeBedrock
-
     from redactkey.clients._guard import NetworkGuard
 
     with FakeProvider() as provider, FakeBedrock() as bedrock, monkeypatch.context() as live:

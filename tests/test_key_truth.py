@@ -23,9 +23,9 @@ from redactkey import (
     RunSecrets,
     request_key,
 )
-from redactkey.record._tools import ToolFixtures
 from redactkey.commands._cli import cli
 from redactkey.record._config import Config, load_config
+from redactkey.record._tools import ToolFixtures
 
 pytest_plugins = ["pytester"]
 

@@ -129,8 +129,8 @@ class TestMissingFixtureDiff:
     def test_recorded_member_name(self, tmp_path: Path) -> None:
         """A fixture recorded with a token as a member name shows it as `sk-p…`."""
         from redactkey import Fixture, FixtureDir, MissingFixtureError
-        from redactkey.record._tools import ToolFixtures
         from redactkey.keys._keys import KeySpec, key_from_material, key_material
+        from redactkey.record._tools import ToolFixtures
 
         material = key_material("tool:search", {"query": "w", "tokens": {SECRET: "alice"}},
                                 spec=KeySpec.whole())

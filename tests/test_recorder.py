@@ -8,7 +8,7 @@ import secrets
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx2
 import pytest
@@ -142,7 +142,8 @@ class TestSettings:
         models = recorder.models
         moved = recorder.replace(store_or_path=FixtureDir(tmp_path / "b"), mode="replay",
                                  label="two")
-        assert moved.config is recorder.config and moved.models is not models
+        assert moved.config is recorder.config
+        assert moved.models is not models
         assert (moved.model_mode, moved.models.mode, moved.models.label) == (
             "replay", "replay", "two")
         assert (recorder.models, recorder.mode, recorder.label) == (models, "record", "one")
@@ -172,10 +173,10 @@ class TestFaces:
         _post(recorder, CHAT, {"q": "aio"})
 
         async def replayed() -> Any:
-            async with Recorder(tmp_path, mode="replay",
-                                redactor=Redactor()).aiohttp_session() as session:
-                async with session.post(CHAT, json={"q": "aio"}) as response:
-                    return await response.json()
+            replay = Recorder(tmp_path, mode="replay", redactor=Redactor())
+            async with replay.aiohttp_session() as session, session.post(
+                    CHAT, json={"q": "aio"}) as response:
+                return await response.json()
 
         assert asyncio.run(replayed()) == {"echo": {"q": "aio"}}
 
@@ -195,7 +196,7 @@ class TestFaces:
 
         class Request:
             method, uri, body = "POST", "http://127.0.0.1:8765/v1/chat", b'{"q":1}'
-            headers = {"content-type": "application/json"}
+            headers: ClassVar[dict[str, str]] = {"content-type": "application/json"}
 
         assert recorded.name == f"http.{recorder.vcr_hooks().key(Request())}.json"
 
@@ -250,11 +251,14 @@ class TestBoto3:
 
         guard = NetworkGuard("t.py::t", "replay", allow_loopback=False, blocked={},
                              how_to_record="record it")
-        with guard, pytest.raises((MissingFixtureError, HTTPClientError)):
+        def converse() -> None:
             plain = boto3.session.Session().client("bedrock-runtime", region_name="us-east-1")
             client = use_botocore(plain, FixtureDir(tmp_path), mode="replay",
                                   redactor=Redactor())
             client.converse(modelId="m", messages=[{"role": "user", "content": [{"text": "x"}]}])
+
+        with guard, pytest.raises((MissingFixtureError, HTTPClientError)):
+            converse()
         # botocore swallows the refusal while it looks for credentials: the guard keeps it
         assert guard.refused
         assert "instance metadata" in str(guard.refused[0])
@@ -310,7 +314,8 @@ class TestMissDiff:
         with pytest.raises(MissingFixtureError) as caught:
             _post(replay, base + "wantedSegment", {"q": 1})
         (line,) = [d for d in caught.value.diff if d.startswith("/request/url")]
-        assert "recordedSegment" in line and "wantedSegment" in line
+        assert "recordedSegment" in line
+        assert "wantedSegment" in line
         assert len(line) < 120  # one line of a screen
 
     def test_short_values_are_shown_whole(self, tmp_path: Path) -> None:

@@ -89,6 +89,7 @@ def _summary(result: pytest.RunResult) -> dict[str, int]:
             re.findall(r"(replayed|recorded|missing) (\d+)", line)}
 
 
+@pytest.mark.slow  # three fresh pytest processes: some 20 s
 def test_a_project_records_rerecords_and_replays_offline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -124,7 +125,8 @@ def test_a_project_records_rerecords_and_replays_offline(
     assert len(written) == 4
     for path in written:
         text = path.read_text("utf-8")
-        assert openai_key not in text and aws_secret not in text, path.name
+        assert openai_key not in text, path.name
+        assert aws_secret not in text, path.name
 
     result = pytester.runpytest_subprocess(*args)  # the default: replay
     result.assert_outcomes(passed=4)

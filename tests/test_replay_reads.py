@@ -57,7 +57,8 @@ class TestKeyed:
         fixtures = ModelFixtures(store, mode="replay", redactor=Redactor())
         call = fixtures.key("chat", REQUEST)
         found = fixtures.replayed(call)
-        assert found is not None and found.answer == {"text": "recorded"}
+        assert found is not None
+        assert found.answer == {"text": "recorded"}
         assert fixtures.call_keyed(call, None) == {"text": "recorded"}
         assert store.gets == 1
 

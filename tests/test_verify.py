@@ -23,8 +23,8 @@ from redactkey import (
     StructuredOutputError,
     VerifyRules,
 )
-from redactkey.record._tools import ToolFixtures
 from redactkey.fixtures._verify import compare_answers, compare_streams
+from redactkey.record._tools import ToolFixtures
 
 pytest_plugins = ["pytester"]
 

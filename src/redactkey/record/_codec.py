@@ -81,7 +81,8 @@ class AnswerCodec:
 
     `copy` hands out copies of stored data (False: the stored data itself, for a caller
     that only reads it); `rebuild_error(body)` turns a recorded failure back into the
-    caller's own exception.
+    caller's own exception; `is_recordable(exc)` says which other failures of the callee
+    are its own and deterministic, so recorded.
     """
 
     def __init__(
@@ -89,11 +90,21 @@ class AnswerCodec:
         redactor: StreamRedactor,
         copy: bool = True,
         rebuild_error: Callable[[RecordedErrorBody], BaseException] | None = None,
+        is_recordable: Callable[[BaseException], bool] | None = None,
     ) -> None:
         self.redactor = redactor
         self.copy = copy
         self.rebuild_error = rebuild_error
+        self.is_recordable = is_recordable
         self._validators: dict[str, Any] = {}
+
+    def recordable(self, exc: BaseException) -> bool:
+        """Whether a failure of the callee is written: a `StructuredOutputError`, or what
+        `is_recordable` accepts (never an interrupt, a cancellation or a generator exit)."""
+        if not isinstance(exc, Exception):
+            return False
+        return isinstance(exc, StructuredOutputError) or (
+            self.is_recordable is not None and bool(self.is_recordable(exc)))
 
     # -- live outcomes, for a fixture ------------------------------------------------
 

@@ -28,11 +28,8 @@ loaded SDK (openai, anthropic) so that the SDK neither wraps nor retries it.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
-import sys
 from collections.abc import (
-    AsyncIterable,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -40,9 +37,9 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
-from .._errors import DriftError, FixtureError, FixtureFormatError, MissingFixtureError
+from .._errors import DriftError, FixtureFormatError, MissingFixtureError
 from ..fixtures._format import ChunkLinesIterator
 from ..fixtures._sequence import AnswerSequence
 from ..fixtures._store import FixtureDir
@@ -62,13 +59,30 @@ from ..http._documents import (
     live_headers,
     refuses_stream,
     response_document,
-    shown_url,
     stream_bytes,
     wants_stream,
 )
 from ..redact._redactor import Redactor
 from ._keying import Call
 from ._replay import ModelFixtures
+from ._wire import (
+    AsyncLiveStream,
+    AsyncStreamReply,
+    EnvironmentFailure,
+    LiveResponse,
+    LiveStream,
+    Reply,
+    StreamReply,
+    amarked,
+    aread_whole,
+    marked,
+    miss_body,
+    miss_needs_response,
+    read_whole,
+    sdk_miss,
+    sending_live,
+    whole,
+)
 
 __all__ = [
     "AsyncLiveStream",
@@ -84,187 +98,34 @@ __all__ = [
 ]
 
 JSON = Any
-T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 Pairs = Iterable[tuple[str, str]]
 
-# The SDKs pass their own errors through untouched and never retry them. A replay miss
-# that is also one of those surfaces as itself, at once, instead of being wrapped in a
-# connection error and retried with back-off (see docs/decisions/0031).
-_SDK_ERRORS: Final = (("openai", "OpenAIError"), ("anthropic", "AnthropicError"))
+# The modes in which a live stream is read to its end although the client stopped early:
+# it is written ("record", "auto") or compared with its recording ("verify").
+_READ_TO_THE_END = ("record", "auto", "verify")
 
 
-async def _nothing() -> None:
+def _status_and_headers(head: JSON) -> tuple[int, dict[str, str]] | None:
+    """Status and headers of a response document (parsed from a file: plain JSON), or
+    None when it lacks them."""
+    if isinstance(head, dict):
+        status, headers = head.get("status"), head.get("headers")
+        if type(status) is int and 100 <= status <= 599 and isinstance(headers, dict):
+            for value in headers.values():
+                if type(value) is not str:
+                    return None
+            return status, headers
     return None
 
 
-class LiveResponse:
-    """A whole live response: status, header pairs as received, and the decoded body."""
-
-    __slots__ = ("body", "headers", "status")
-
-    def __init__(self, status: int, headers: Pairs, body: bytes = b"") -> None:
-        self.status, self.headers, self.body = status, list(headers), body
-
-
-class LiveStream:
-    """A live streamed response: status, header pairs, the decoded byte pieces, and
-    `close` (called once the pieces are read or abandoned; may be called twice)."""
-
-    __slots__ = ("close", "headers", "pieces", "status")
-
-    def __init__(self, status: int, headers: Pairs, pieces: Iterable[bytes],
-                 close: Callable[[], None] = lambda: None) -> None:
-        self.status, self.headers, self.pieces, self.close = status, list(headers), pieces, close
-
-
-class AsyncLiveStream:
-    """Async twin of `LiveStream`: async byte pieces and an async `aclose`."""
-
-    __slots__ = ("aclose", "headers", "pieces", "status")
-
-    def __init__(self, status: int, headers: Pairs, pieces: AsyncIterable[bytes],
-                 aclose: Callable[[], Awaitable[None]] = _nothing) -> None:
-        self.status, self.headers, self.pieces = status, list(headers), pieces
-        self.aclose = aclose
-
-
-class Reply:
-    """A whole response to hand the client: status, headers and body bytes; `live` when
-    it came off the wire (the live headers less hop-by-hop ones, the decoded live body)."""
-
-    __slots__ = ("body", "headers", "live", "status")
-
-    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes, *,
-                 live: bool) -> None:
-        self.status, self.headers, self.body, self.live = status, headers, body, live
-
-
-class StreamReply:
-    """A streamed response to hand the client: status, headers, the byte pieces and
-    `close()`, which the client must call when it is done (also when it stops early)."""
-
-    __slots__ = ("close", "headers", "pieces", "status")
-
-    def __init__(self, status: int, headers: list[tuple[str, str]], pieces: Iterator[bytes],
-                 close: Callable[[], None]) -> None:
-        self.status, self.headers, self.pieces, self.close = status, headers, pieces, close
-
-
-class AsyncStreamReply:
-    """Async twin of `StreamReply`: async byte pieces and `aclose()`."""
-
-    __slots__ = ("aclose", "headers", "pieces", "status")
-
-    def __init__(self, status: int, headers: list[tuple[str, str]],
-                 pieces: AsyncIterator[bytes], aclose: Callable[[], Awaitable[None]]) -> None:
-        self.status, self.headers, self.pieces, self.aclose = status, headers, pieces, aclose
-
-
-class _EnvironmentFailure(Exception):
-    """Carries a response the fixtures must not keep (401, 429, 5xx…) past the record layer."""
-
-    def __init__(self, live: LiveResponse) -> None:
-        super().__init__(f"HTTP {live.status} is the environment's failure; not recorded")
-        self.live = live
-
-
-@functools.cache
-def _miss_type(bases: tuple[type, ...]) -> type[FixtureError]:
-    return type(bases[0].__name__, bases,
-                {"__module__": bases[0].__module__, "__doc__": bases[0].__doc__})
-
-
-def _sdk_miss(miss: FixtureError, document: Mapping[str, JSON],
-              redactor: Redactor | None) -> FixtureError:
-    """The miss (or a verify drift), named by method and URL, and also an error of every
-    SDK that is loaded."""
-    sdk_errors: list[type] = []
-    for module_name, error_name in _SDK_ERRORS:
-        module = sys.modules.get(module_name)
-        sdk_error = getattr(module, error_name, None) if module is not None else None
-        if isinstance(sdk_error, type) and not isinstance(miss, sdk_error):
-            sdk_errors.append(sdk_error)
-    cls = _miss_type((type(miss), *sdk_errors)) if sdk_errors else type(miss)
-    named = cls.__new__(cls)
-    named.__dict__.update(miss.__dict__)
-    named.args = (f"{document['method']} {shown_url(str(document['url']), redactor)}: {miss}",)
-    return named
-
-
-# Stainless-generated clients (they send ``x-stainless-lang``) catch every exception of
-# their HTTP client's `send` and retry it as a connection error (groq), but call
-# `response.raise_for_status()` outside that net. Anthropic's client checks the status
-# itself and lets its own errors through, so a miss raised as an `AnthropicError`
-# reaches the caller already (docs/decisions/0031).
-_STATUS_CHECKED_ELSEWHERE: Final = ("Anthropic/", "AsyncAnthropic/")
-
-
-def miss_needs_response(document: Mapping[str, JSON]) -> bool:
-    """Whether a miss must reach this request's client as a response whose
-    `raise_for_status()` raises it, rather than raised from the transport (0095)."""
-    headers = document.get("headers", {})
-    agent = str(headers.get("user-agent", ""))
-    return "x-stainless-lang" in headers and not agent.startswith(_STATUS_CHECKED_ELSEWHERE)
-
-
-def miss_body(miss: Exception) -> dict[str, JSON]:
-    """The JSON body of a miss answered as a response."""
-    return {"error": {"type": "missing_fixture", "message": str(miss)}}
-
-
-# Set while a redactkey face sends a request live, so that the pytest plugin's network
-# guard can tell a face's own connections from a client that bypassed it.
-_SENDING: Final = contextvars.ContextVar("redactkey_sending", default=False)
-
-
-def sending_live() -> bool:
-    """True while a redactkey face sends a live request (in this thread or task): the
-    connections it opens are its own, not a bypass."""
-    return _SENDING.get()
-
-
-def _marked(send: Callable[[], T]) -> Callable[[], T]:
-    def marked() -> T:
-        token = _SENDING.set(True)
-        try:
-            return send()
-        finally:
-            _SENDING.reset(token)
-
-    return marked
-
-
-def _amarked(send: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
-    async def marked() -> T:
-        token = _SENDING.set(True)
-        try:
-            return await send()
-        finally:
-            _SENDING.reset(token)
-
-    return marked
-
-
-def _read_whole(live: LiveStream) -> LiveResponse:
-    try:
-        body = b"".join(live.pieces)
-    finally:
-        live.close()
-    return LiveResponse(live.status, live.headers, body)
-
-
-async def _aread_whole(opening: Awaitable[AsyncLiveStream]) -> LiveResponse:
-    live = await opening
-    try:
-        body = b"".join([piece async for piece in live.pieces])
-    finally:
-        await live.aclose()
-    return LiveResponse(live.status, live.headers, body)
-
-
-def _whole(live: LiveResponse) -> Reply:
-    return Reply(live.status, live_headers(live.headers), live.body, live=True)
+def _event_lines(content_type: str | None, chunks: Iterable[JSON]) -> bytes | None:
+    """Server-sent events still in the lines of their file, as the body they make on the
+    wire, when they can be sent as they stand (else None)."""
+    if isinstance(chunks, ChunkLinesIterator) and is_event_stream(content_type):
+        lines = chunks.unread()
+        return event_lines_bytes(lines) if lines is not None else None
+    return None
 
 
 def _counted(method: F) -> F:
@@ -320,36 +181,22 @@ class HttpFixtures:
         """The resolved mode: "live", "record", "replay", "auto" or "verify"."""
         return str(self.fixtures.mode)
 
-    @property
-    def records(self) -> bool:
-        """True when a live stream is read to its end although the client stopped early:
-        it is written ("record", "auto") or compared with its recording ("verify")."""
-        return self.mode in ("record", "auto", "verify")
-
-    # -- documents ---------------------------------------------------------------------
-
     def _bad(self, call: Call, problem: str) -> FixtureFormatError:
         lookup = self.fixtures.lookup
         where = lookup.where(KIND, call.key) if call.key else lookup.store.location
         return FixtureFormatError(where, problem)
 
     def _head(self, head: JSON, call: Call) -> tuple[int, dict[str, str]]:
-        """Status and headers of a response document (parsed from a file: plain JSON)."""
-        if isinstance(head, dict):
-            status, headers = head.get("status"), head.get("headers")
-            if type(status) is int and 100 <= status <= 599 and isinstance(headers, dict):
-                for value in headers.values():
-                    if type(value) is not str:
-                        break
-                else:
-                    return status, headers
-        raise self._bad(call, "the recorded HTTP response needs an integer 'status' and "
-                        "string 'headers'")
+        found = _status_and_headers(head)
+        if found is None:
+            raise self._bad(call, "the recorded HTTP response needs an integer 'status' and "
+                            "string 'headers'")
+        return found
 
     def _capture(self, seen: list[LiveResponse], live: LiveResponse) -> JSON:
         """The live answer as a response document; an environment failure is never recorded."""
         if is_environment_failure(live.status):
-            raise _EnvironmentFailure(live)
+            raise EnvironmentFailure(live)
         seen.append(live)
         document = response_document(live.status, live.headers, live.body, self.keep)
         if "events" in document:
@@ -360,7 +207,7 @@ class HttpFixtures:
     def _reply(self, answer: JSON, call: Call, seen: list[LiveResponse]) -> Reply:
         """The live response when one was made (byte-exact), else the replayed one."""
         if seen:
-            return _whole(seen[-1])
+            return whole(seen[-1])
         status, headers = self._head(answer, call)
         try:
             content = (stream_bytes("text/event-stream", answer["events"]) if "events" in answer
@@ -371,13 +218,10 @@ class HttpFixtures:
 
     def _replayed(self, call: Call, content_type: str | None, chunks: Iterable[JSON]) -> bytes:
         """A replayed stream's stored chunks back as the one body they make (one read for
-        the client instead of one per event); server-sent events still in the lines of
-        their file are sent as they stand."""
-        if isinstance(chunks, ChunkLinesIterator) and is_event_stream(content_type):
-            lines = chunks.unread()
-            wire = event_lines_bytes(lines) if lines is not None else None
-            if wire is not None:
-                return wire
+        the client instead of one per event)."""
+        as_they_stand = _event_lines(content_type, chunks)
+        if as_they_stand is not None:
+            return as_they_stand
         return self._wire(call, lambda: stream_bytes(content_type, chunks))
 
     def _wire(self, call: Call, encode: Callable[[], bytes]) -> bytes:
@@ -421,8 +265,8 @@ class HttpFixtures:
         if streams is True:
             return self.stream(document, open_stream, call)
         if streams is False:
-            return self.call(document, lambda: _read_whole(open_stream()), call)
-        opened = _marked(open_stream)()
+            return self.call(document, lambda: read_whole(open_stream()), call)
+        opened = marked(open_stream)()
         taken: list[bool] = []
 
         def take() -> LiveStream:
@@ -432,7 +276,7 @@ class HttpFixtures:
         try:
             if is_stream_type(content_type_of(opened.headers)):
                 return self.stream(document, take, call)
-            return self.call(document, lambda: _read_whole(take()), call)
+            return self.call(document, lambda: read_whole(take()), call)
         finally:
             if not taken:  # replayed after all (a repeat in record mode): not needed
                 opened.close()
@@ -444,11 +288,11 @@ class HttpFixtures:
         call = call or self.fixtures.key(KIND, document)
         seen: list[LiveResponse] = []
         try:
-            answer = self.fixtures.call_keyed(call, lambda: self._capture(seen, _marked(send)()))
-        except _EnvironmentFailure as failure:
-            return _whole(failure.live)
+            answer = self.fixtures.call_keyed(call, lambda: self._capture(seen, marked(send)()))
+        except EnvironmentFailure as failure:
+            return whole(failure.live)
         except (MissingFixtureError, DriftError) as miss:
-            raise _sdk_miss(miss, document, self.redactor) from None
+            raise sdk_miss(miss, document, self.redactor) from None
         return self._reply(answer, call, seen)
 
     @_counted
@@ -458,7 +302,7 @@ class HttpFixtures:
         from `open_stream` as the client reads it (recorded once read to its end). A
         live environment failure comes back whole, as a `Reply`."""
         call = call or self.fixtures.key(KIND, document)
-        open_stream = _marked(open_stream)
+        open_stream = marked(open_stream)
         opened: list[LiveStream] = []
 
         def live() -> Iterator[JSON]:
@@ -466,7 +310,7 @@ class HttpFixtures:
             opened.append(response)
             try:
                 if is_environment_failure(response.status):
-                    raise _EnvironmentFailure(_read_whole(response))
+                    raise EnvironmentFailure(read_whole(response))
                 head = head_document(response.status, response.headers, self.keep)
                 yield head
                 yield from chunk_documents(head, response.pieces)
@@ -476,11 +320,11 @@ class HttpFixtures:
         try:
             chunks = iter(self.fixtures.stream_keyed(call, live))
         except (MissingFixtureError, DriftError) as miss:
-            raise _sdk_miss(miss, document, self.redactor) from None
+            raise sdk_miss(miss, document, self.redactor) from None
         try:
             head = next(chunks, None)
-        except _EnvironmentFailure as failure:
-            return _whole(failure.live)
+        except EnvironmentFailure as failure:
+            return whole(failure.live)
         status, headers = self._head(head, call)
         content_type = headers.get("content-type")
         pieces = ((self._wire(call, functools.partial(chunk_bytes, content_type, chunk))
@@ -489,7 +333,7 @@ class HttpFixtures:
 
         def close() -> None:
             try:
-                if self.records:
+                if self.mode in _READ_TO_THE_END:
                     # A consumer may stop at its end marker ("[DONE]") before the stream
                     # ends; the rest is read so the recording is complete and written.
                     for _ in chunks:
@@ -516,8 +360,8 @@ class HttpFixtures:
         if streams is True:
             return await self.astream(document, open_stream, call)
         if streams is False:
-            return await self.acall(document, lambda: _aread_whole(open_stream()), call)
-        opened = await _amarked(open_stream)()
+            return await self.acall(document, lambda: aread_whole(open_stream()), call)
+        opened = await amarked(open_stream)()
         taken: list[bool] = []
 
         async def take() -> AsyncLiveStream:
@@ -527,7 +371,7 @@ class HttpFixtures:
         try:
             if is_stream_type(content_type_of(opened.headers)):
                 return await self.astream(document, take, call)
-            return await self.acall(document, lambda: _aread_whole(take()), call)
+            return await self.acall(document, lambda: aread_whole(take()), call)
         finally:
             if not taken:
                 await opened.aclose()
@@ -541,14 +385,14 @@ class HttpFixtures:
         seen: list[LiveResponse] = []
 
         async def live() -> JSON:
-            return self._capture(seen, await _amarked(send)())
+            return self._capture(seen, await amarked(send)())
 
         try:
             answer = await self.fixtures.acall_keyed(call, live)
-        except _EnvironmentFailure as failure:
-            return _whole(failure.live)
+        except EnvironmentFailure as failure:
+            return whole(failure.live)
         except (MissingFixtureError, DriftError) as miss:
-            raise _sdk_miss(miss, document, self.redactor) from None
+            raise sdk_miss(miss, document, self.redactor) from None
         return self._reply(answer, call, seen)
 
     @_acounted
@@ -557,7 +401,7 @@ class HttpFixtures:
                       call: Call | None = None) -> Reply | AsyncStreamReply:
         """Async twin of `stream`: `open_stream` returns an awaitable `AsyncLiveStream`."""
         call = call or self.fixtures.key(KIND, document)
-        open_stream = _amarked(open_stream)
+        open_stream = amarked(open_stream)
         opened: list[AsyncLiveStream] = []
 
         async def live() -> AsyncIterator[JSON]:
@@ -566,7 +410,7 @@ class HttpFixtures:
             try:
                 if is_environment_failure(response.status):
                     body = b"".join([piece async for piece in response.pieces])
-                    raise _EnvironmentFailure(
+                    raise EnvironmentFailure(
                         LiveResponse(response.status, response.headers, body))
                 head = head_document(response.status, response.headers, self.keep)
                 yield head
@@ -578,11 +422,11 @@ class HttpFixtures:
         try:
             chunks = aiter(self.fixtures.astream_keyed(call, live))
         except (MissingFixtureError, DriftError) as miss:
-            raise _sdk_miss(miss, document, self.redactor) from None
+            raise sdk_miss(miss, document, self.redactor) from None
         try:
             head = await anext(chunks, None)
-        except _EnvironmentFailure as failure:
-            return _whole(failure.live)
+        except EnvironmentFailure as failure:
+            return whole(failure.live)
         status, headers = self._head(head, call)
         content_type = headers.get("content-type")
 
@@ -597,7 +441,7 @@ class HttpFixtures:
 
         async def aclose() -> None:
             try:
-                if self.records:
+                if self.mode in _READ_TO_THE_END:
                     async for _ in chunks:
                         pass
                 closer = getattr(chunks, "aclose", None)

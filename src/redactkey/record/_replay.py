@@ -82,17 +82,13 @@ class ModelFixtures:
     """Record and replay of calls through a fixture store.
 
     `call(kind, request, live, *, schema=None)` returns the answer; `stream(kind,
-    request, live)` yields the chunks; `acall` / `astream` are the async twins.
-    `live` is a zero-argument callable (None is allowed in replay). Answers and
-    chunks are any JSON data (pydantic models are dumped), so the HTTP transport and
-    the tool layer reuse this class. `mode=None` reads ``REDACTKEY_MODE`` (and
-    ``REDACTKEY_MODEL_MODE`` unless ``model=False``), default "replay".
-
-    Keys follow `config` (a `Config`; default: the nearest `.redactkey.toml` or
-    `pyproject.toml` `[tool.redactkey]`, as `redact key` reads it), or `spec` for every
-    call. `answer_normalizers` pin or drop volatile answer fields before an answer is
-    written (default: `[tool.redactkey.answers]`); the caller still gets the live answer.
-    The other options are listed in the module docstring.
+    request, live)` yields the chunks; `acall` / `astream` are the async twins. `live` is
+    a zero-argument callable (None is allowed in replay). Answers and chunks are any JSON
+    data (pydantic models are dumped). `mode=None` reads ``REDACTKEY_MODE`` (and
+    ``REDACTKEY_MODEL_MODE`` unless ``model=False``), default "replay". Keys follow
+    `config` (default: the nearest `[tool.redactkey]`, as `redact key` reads it), or `spec`
+    for every call; `answer_normalizers` (default: `[tool.redactkey.answers]`) change an
+    answer before it is written. The other options are in the module docstring.
     """
 
     def __init__(
@@ -135,9 +131,8 @@ class ModelFixtures:
                                 else f"set {MODE_ENV}=record for this test and run it again"),
             parse_duration(max_age) if max_age is not None else None, on_expiry, ages,
         )
-        self.codec = AnswerCodec(self.redactor, copy_answers, rebuild_error)
+        self.codec = AnswerCodec(self.redactor, copy_answers, rebuild_error, recordable)
         self._verify = verify, on_drift
-        self.recordable = recordable
         self.record_answer = record_answer
 
     def __repr__(self) -> str:
@@ -163,9 +158,8 @@ class ModelFixtures:
         return self.keying.spec_for(kind)
 
     def key(self, kind: str, request: Any, spec: KeySpec | None = None) -> Call:
-        """`request` keyed as every call keys it (its credentials learned first). The
-        `*_keyed` methods take the result, so a caller that looks first keys once. In
-        live mode nothing is keyed (the call is empty)."""
+        """`request` keyed as every call keys it, for the `*_keyed` methods (a caller that
+        looks first keys once); in live mode nothing is keyed (the call is empty)."""
         if self.mode == "live":
             return Call(kind, {}, "")
         return self.keying.key(kind, request, spec)
@@ -193,14 +187,8 @@ class ModelFixtures:
         self.lookup.warn_volatile(call)
         return callee
 
-    def _is_recordable(self, exc: BaseException) -> bool:
-        if not isinstance(exc, Exception):
-            return False  # KeyboardInterrupt, cancellation, generator exit
-        return isinstance(exc, StructuredOutputError) or (
-            self.recordable is not None and bool(self.recordable(exc)))
-
     def _failed(self, call: Call, exc: BaseException) -> None:
-        if self._is_recordable(exc):
+        if self.codec.recordable(exc):
             self.lookup.write(call, error=self.codec.error_body(exc))
 
     def _answered(self, call: Call, answer: Any, schema: Mapping[str, Any] | None) -> Any:
@@ -242,7 +230,7 @@ class ModelFixtures:
             try:
                 answer = callee()
             except BaseException as exc:
-                self.verifier.failure(call, recorded, exc, self._is_recordable(exc))
+                self.verifier.failure(call, recorded, exc, self.codec.recordable(exc))
                 raise
             return self.verifier.answer(call, recorded, answer, schema)
         fixture = self.lookup.find(call, live is not None)
@@ -282,7 +270,7 @@ class ModelFixtures:
             source = live()
         except BaseException as exc:
             if self.mode == "verify":
-                self.verifier.failure(call, recorded, exc, self._is_recordable(exc))
+                self.verifier.failure(call, recorded, exc, self.codec.recordable(exc))
             else:
                 self._failed(call, exc)
             raise
@@ -316,7 +304,7 @@ class ModelFixtures:
             try:
                 answer = await callee()
             except BaseException as exc:
-                self.verifier.failure(call, recorded, exc, self._is_recordable(exc))
+                self.verifier.failure(call, recorded, exc, self.codec.recordable(exc))
                 raise
             return self.verifier.answer(call, recorded, answer, schema)
         fixture = self.lookup.find(call, live is not None)
@@ -342,7 +330,7 @@ class ModelFixtures:
             return _passthrough(self._need_live(live))
         if self.mode == "verify":
             return self.verifier.alive(call, self.lookup.for_verify(call),
-                                       self._need_live(live), self._is_recordable)
+                                       self._need_live(live), self.codec.recordable)
         fixture = self.lookup.find(call, live is not None)
         if fixture is not None:
             chunks = self._chunks(fixture)
