@@ -16,7 +16,6 @@ from types import FrameType
 from typing import Any, Final
 
 from .._errors import FixtureError
-from ..record._exchange import sending_live
 
 __all__ = ["NetworkGuard", "NetworkRefusedError", "face_for_caller"]
 
@@ -125,6 +124,9 @@ class NetworkGuard:
         """Raise `NetworkRefusedError` for a connection this guard refuses."""
         if sock.family not in (socket.AF_INET, socket.AF_INET6):
             return
+        # (imported here: a run whose tests connect nowhere never loads the HTTP layer)
+        from ..record._wire import sending_live
+
         target = _target(address)
         if target is None or (self.allow_loopback and _is_loopback(target[0])) or sending_live():
             return

@@ -17,7 +17,6 @@ when the face is first asked for, because its client library is an optional one.
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
@@ -56,12 +55,6 @@ REPLAY_AWS_CREDENTIALS: Final = {
 credential is needed, and botocore never looks for one (no instance metadata)."""
 
 _DEFAULT_REGION: Final = "us-east-1"
-
-# What `replace` sets on a copy: no other setting is derived from these.
-_COPIED: Final = frozenset({
-    "store_or_path", "mode", "model_mode", "secrets", "redactor", "label", "report",
-    "on_drift", "how_to_record", "how_to_rerecord",
-})
 
 
 def _advice(model_mode_given: bool) -> tuple[str, str]:
@@ -119,9 +112,11 @@ class Recorder:
         how_to_record: str | tuple[str, str] | None = None,
         how_to_rerecord: str | None = None,
     ) -> None:
-        self.store: FixtureStore = (FixtureDir(store_or_path)
-                                    if isinstance(store_or_path, (str, os.PathLike))
-                                    else store_or_path)
+        # (not isinstance(..., os.PathLike): an ABC's check costs a test more than this)
+        self.store: FixtureStore = (
+            FixtureDir(store_or_path)  # type: ignore[arg-type]
+            if isinstance(store_or_path, str) or hasattr(store_or_path, "__fspath__")
+            else store_or_path)
         self.mode: Mode = parse_mode(mode, "argument") or "auto"
         self.model_mode: Mode = parse_mode(model_mode, "argument") or self.mode
         self._model_mode = model_mode  # (None: it follows `mode`, also in `replace`)
@@ -190,20 +185,7 @@ class Recorder:
 
     def replace(self, **changes: Any) -> Recorder:
         """A Recorder with these settings changed (the constructor's keyword arguments,
-        `store_or_path` too); new `secrets` get a redactor of their own.
-
-        A change of what no other setting is derived from (a store, the modes, secrets
-        with their redactor, the label, report and advice) copies this Recorder; any
-        other is built again. (The pytest plugin makes every test's Recorder this way:
-        a copy costs a test a fifth of a new one.)"""
-        if changes.keys() <= _COPIED and not isinstance(
-                changes.get("store_or_path"), (str, os.PathLike)) and (
-                "redactor" in changes or "secrets" not in changes):
-            other = copy.copy(self)
-            other.__dict__.pop("models", None)  # the layers are built again, on first use
-            other.__dict__.pop("tools", None)
-            other._copy_in(changes)
-            return other
+        `store_or_path` too); new `secrets` get a redactor of their own."""
         given: dict[str, Any] = {
             "store_or_path": self.store, "mode": self.mode, "model_mode": self._model_mode,
             "secrets": self.secrets, "redactor": self.redactor, "config": self.config,
@@ -216,23 +198,6 @@ class Recorder:
         if "secrets" in changes and "redactor" not in changes:
             given["redactor"] = None
         return Recorder(**{**given, **changes})
-
-    def _copy_in(self, changes: dict[str, Any]) -> None:
-        for name, value in changes.items():
-            if name == "store_or_path":
-                self.store = value
-            elif name == "mode":
-                self.mode = parse_mode(value, "argument") or "auto"
-                if self._model_mode is None and "model_mode" not in changes:
-                    self.model_mode = self.mode
-            elif name == "model_mode":
-                self._model_mode = value
-                self.model_mode = parse_mode(value, "argument") or self.mode
-            elif name == "how_to_record":
-                self.how_to_record = ((value, value) if isinstance(value, str) else
-                                      value or _advice(self._model_mode is not None))
-            else:
-                setattr(self, name, value)
 
     def __repr__(self) -> str:
         return f"Recorder({self.store!r}, mode={self.mode!r}, model_mode={self.model_mode!r})"

@@ -55,6 +55,7 @@ FIXTURES_MODULE = "redactkey.pytest_plugin"
 
 _RECORDER_KEY = pytest.StashKey[Recorder]()
 _GUARD_KEY = pytest.StashKey["NetworkGuard | None"]()
+_USES_KEY = pytest.StashKey[bool]()
 
 
 def request_of(item: pytest.Item) -> pytest.FixtureRequest:
@@ -82,7 +83,6 @@ class Shared:
         # (whether it records, the environment read, the secrets): copied for each test
         self._secrets: tuple[bool, dict[Any, Any], RunSecrets] | None = None
         self._redactors: tuple[RunSecrets | None, Redactor] | None = None
-        self._template: Recorder | None = None
 
     def fixture_dir(self, item: pytest.Item, marker_path: Any) -> Path:
         """The fixture directory of a test (worked out once per module and marker path)."""
@@ -179,20 +179,16 @@ class Shared:
         store = TrackedStore(inner, item.nodeid, shown=shown)
         secrets = self.secrets(bool({settings.mode, settings.model_mode} & {"record", "auto"}),
                                slots)
-        per_test: dict[str, Any] = {
-            "store_or_path": store, "mode": settings.mode, "model_mode": settings.model_mode,
-            "secrets": secrets, "redactor": self.redactor(secrets), "label": item.nodeid,
-            "on_drift": on_drift, "how_to_record": settings.how_to_record,
-            "how_to_rerecord": f"pytest --redactkey-mode=record {shlex.quote(item.nodeid)}",
-        }
-        if self._template is None:  # the first test's; the others' are copies of it
-            verify, normalizers = self.layer_settings
-            max_age, on_expiry = self.expiry
-            self._template = Recorder(
-                config=self.project, verify=verify, answer_normalizers=normalizers,
-                max_age=max_age, on_expiry=on_expiry, ages=self.ages, **per_test)
-            return self._template
-        return self._template.replace(**per_test)
+        verify, normalizers = self.layer_settings
+        max_age, on_expiry = self.expiry
+        return Recorder(
+            store, mode=settings.mode, model_mode=settings.model_mode, secrets=secrets,
+            redactor=self.redactor(secrets), config=self.project, verify=verify,
+            answer_normalizers=normalizers, max_age=max_age, on_expiry=on_expiry,
+            ages=self.ages, label=item.nodeid, on_drift=on_drift,
+            how_to_record=settings.how_to_record,
+            how_to_rerecord=f"pytest --redactkey-mode=record {shlex.quote(item.nodeid)}",
+        )
 
 
 def _environment() -> dict[Any, Any]:
@@ -258,6 +254,14 @@ class Run:
         return self.marked_parents[parent.nodeid]
 
     def uses_redactkey(self, item: pytest.Item) -> bool:
+        """Whether `item` takes one of the plugin's fixtures or has the marker (worked
+        out at collection, kept for its setup)."""
+        uses = item.stash.get(_USES_KEY, None)
+        if uses is None:
+            uses = item.stash[_USES_KEY] = self._uses_redactkey(item)
+        return uses
+
+    def _uses_redactkey(self, item: pytest.Item) -> bool:
         names = getattr(item, "fixturenames", ())
         info = getattr(item, "_fixtureinfo", None)
         for name in REDACTKEY_FIXTURES.intersection(names):
