@@ -368,8 +368,8 @@ class TestHttpProjection:
         request = self._request(method="POST", headers={},
                                 text='{"temperature": 0.0, "top_p": 1.5e-3}')
         layer = ModelFixtures(FixtureDir(tmp_path), mode="replay", redactor=Redactor())
-        assert layer.key_of("http", request) == request_key("http", request,
-                                                           redactor=Redactor())
+        assert layer.key("http", request).key == request_key("http", request,
+                                                                redactor=Redactor())
 
     def test_a_url_is_projected_alike_each_time(self) -> None:
         """A query-less URL's projection is remembered; one with a query or userinfo is
