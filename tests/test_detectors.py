@@ -7,6 +7,8 @@ import json
 import random
 import re
 import string
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -125,6 +127,31 @@ class TestDetectSecretsPlugins:
 
         found = [r for r in DEFAULT_RULES if r.plugin.startswith("slack.SlackDetector:")]
         assert [r.regex for r in found] == list(SlackDetector.denylist)
+
+    def test_every_plugin_pattern_is_the_plugin_s_own(self) -> None:
+        """Read from the class body without importing the module, each pattern is the one
+        the imported class holds (same text, same flags)."""
+        import importlib
+
+        plugins = {rule.plugin for rule in DEFAULT_RULES if rule.plugin}
+        assert len(plugins) >= 5
+        for where in sorted(plugins):
+            path, index = where.rsplit(":", 1)
+            module, name = path.rsplit(".", 1)
+            imported = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"),
+                               name).denylist[int(index)]
+            read = _rules._class_denylist(module, name)
+            assert read is not None, where
+            assert read[int(index)] == imported, where
+
+    def test_a_plugin_pattern_imports_neither_detect_secrets_nor_requests(self) -> None:
+        code = ("import sys\n"
+                "from redactkey.scan._rules import DEFAULT_RULES\n"
+                "[r.regex for r in DEFAULT_RULES if r.plugin]\n"
+                "print(sorted({'detect_secrets', 'requests'} & set(sys.modules)))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout
+        assert out.strip() == "[]"
 
     def test_plugins_load_one_thread_at_a_time(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A load saves the host's logging state, imports, and puts the state back; two

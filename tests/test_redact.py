@@ -7,6 +7,7 @@ import itertools
 import json
 import random
 import re
+import string
 from urllib.parse import unquote
 
 import pytest
@@ -614,3 +615,17 @@ class TestMaskPatterns:
         for start, end in found:
             part = text[start:end]
             assert self.VALUE.startswith(part) or self.VALUE.endswith(part), text
+
+
+class TestSchemePlaceholders:
+    """`Bearer [REDACTED]` (what a vcrpy filter or another tool leaves) is already redacted."""
+
+    @pytest.mark.parametrize("value", ["Bearer [REDACTED]", "Basic [REDACTED]",
+                                       "token [REDACTED]"])
+    def test_kept_and_not_found(self, value: str) -> None:
+        assert Redactor().redact({"authorization": value}) == {"authorization": value}
+        assert Redactor().findings({"authorization": [value]}) == []
+
+    def test_a_scheme_with_a_value_still_goes(self) -> None:
+        value = "Bearer " + "".join(random.choice(string.ascii_letters) for _ in range(24))
+        assert Redactor().redact({"authorization": value}) == {"authorization": "[REDACTED]"}

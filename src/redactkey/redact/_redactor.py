@@ -23,6 +23,7 @@ from typing import Any
 from .._errors import UsageError, pointer_join
 from ..scan._engine import Scanner, Span
 from ..scan._names import SENSITIVE_KEYS, SENSITIVE_QUERY_KEYS, Names, norm
+from ..scan._placeholders import AUTH_SCHEMES
 from ..scan._rules import DEFAULT_RULES, NEAR_MISS_RULES, Rule, custom_rules
 from ..secrets._run_secrets import RunSecrets, mask
 from . import _learn, _streams
@@ -288,9 +289,12 @@ class Redactor:
 
     def _redacted(self, text: str) -> bool:
         """Whether `text` holds nothing but placeholders, spaces and punctuation (a field
-        redacted in pieces): taking it out again would only relabel it."""
+        redacted in pieces, or an auth scheme's placeholder such as `Bearer [REDACTED]`):
+        taking it out again would only relabel it."""
         if self._placeholders_re.fullmatch(text) is not None:
             return True
+        if text[:1].isalpha():
+            text = AUTH_SCHEMES.sub("", text, count=1)
         if not self._placeholder_re.search(text):
             return False
         return _ALNUM.search(self._placeholder_re.sub("", text)) is None
@@ -439,10 +443,10 @@ class Redactor:
     def _whole(self, value: Any, path: Path, found: list[Finding] | None, key: str) -> Any:
         """The value of a credential-named field: every non-empty leaf becomes a placeholder."""
         label = norm(key)
+        if isinstance(value, str) and (not value or self._redacted(value)):
+            return value
         pointer = rendered(path) if found is not None else ""
         if isinstance(value, str):
-            if not value or self._redacted(value):
-                return value
             self._note(found, pointer, 0, len(value), "sensitive-key", None, value)
             return self._placeholder_for(label)
         if isinstance(value, (bytes, bytearray)):
