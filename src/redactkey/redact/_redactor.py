@@ -10,11 +10,8 @@ depends on the value. It does not search a text twice.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import bisect
 import functools
-import json
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,7 +26,7 @@ from ..secrets._run_secrets import RunSecrets, mask
 from . import _learn, _streams
 from ._findings import Finding, shown_pointer
 from ._streams import nesting_exceeds
-from ._walk import B64_TEXT, MAX_DEPTH, MAX_NESTING, Path, TooDeep, Walk, rendered
+from ._walk import MAX_NESTING, Walk, take_whole
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
@@ -47,10 +44,6 @@ DEFAULT_PLACEHOLDER = "[REDACTED]"
 LABELLED_PLACEHOLDER = "[REDACTED:{label}]"
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _PASSES = 4  # reads of a text that taking spans out keeps changing (`_settled`)
-_FROM_URLSAFE = str.maketrans("-_", "+/")
-_LINE_BREAKS = str.maketrans("", "", "\r\n\t")
-# a JSON string that is one base64 run (it may hold a text to open)
-_QUOTED_B64 = re.compile(r'"([A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2})"')
 
 
 @functools.lru_cache(maxsize=32)
@@ -178,16 +171,18 @@ class Redactor:
 
     def redact_text(self, text: str) -> str:
         """Redact one string (prose, a body, a URL, an SSE stream, embedded JSON)."""
-        return self._text(text, "", None, 0)
+        out: str = Walk(self, None).run(text)
+        return out
 
     def redact_url(self, url: str) -> str:
         """Redact userinfo, credential query parameters and known values in a URL."""
-        return self._text(url, "", None, 0, query=True)
+        out: str = Walk(self, None, query=True).run(url)
+        return out
 
     def redact_headers(self, headers: Mapping[str, Any]) -> dict[str, Any]:
         """Redact a header map: credential-named headers whole, any other value as text."""
         return {
-            str(name): self._whole(value, pointer_join("", str(name)), None, str(name))
+            str(name): take_whole(self, value, pointer_join("", str(name)), None, str(name))
             if self.is_sensitive_key(str(name)) else self.redact(value)
             for name, value in headers.items()
         }
@@ -355,119 +350,6 @@ class Redactor:
             cursor = span.end
         parts.append(text[cursor:])
         return "".join(parts)
-
-    # -- strings and credential-named values --------------------------------------------------
-
-    def _text(self, text: str, pointer: Path, found: list[Finding] | None, depth: int,
-              *, query: bool = False) -> str:
-        """One string redacted: a document it holds opened first, then one scan of it."""
-        out: str = Walk(self, found, depth, query=query).run(text, pointer)
-        return out
-
-    def _opened(self, text: str, path: Path, found: list[Finding] | None, depth: int
-                ) -> tuple[str, bool]:
-        """`text` with the document it holds redacted inside (JSON, base64 text, the events
-        of a stream), or `text` itself; and whether it held a JSON document, whose strings
-        were then read one by one."""
-        opened = None
-        if text[0] in "{[ \t\r\n" or B64_TEXT.fullmatch(text):
-            opened = self._open(text, path, found, depth)
-        if opened is not None:
-            return opened, text.lstrip()[:1] in ("{", "[")
-        if _streams.looks_sse(text):
-            text = _streams.sse_pass(self, [text], rendered(path) if found is not None else "",
-                                     found)[0]
-        return text, False
-
-    def _open(self, text: str, path: Path, found: list[Finding] | None, depth: int
-              ) -> str | None:
-        """Redact inside a JSON document or a base64 text held in a string; None if neither."""
-        if text.lstrip()[:1] in ("{", "["):
-            if self._holds_nothing(text):
-                return text
-            try:
-                data = json.loads(text)
-            except (ValueError, RecursionError):  # nested too deeply to open: read as text
-                return None
-            if not isinstance(data, (dict, list)):
-                return None
-            walk = Walk(self, found, depth + 1, nesting=MAX_NESTING)
-            try:
-                redacted = walk.run(data, path)
-            except TooDeep:
-                return None
-            if not walk.changed:
-                return text
-            compact = ", " not in text and ": " not in text
-            indent = re.match(r"[\[{]\r?\n( +)", text.lstrip())
-            return json.dumps(redacted, ensure_ascii=False,
-                              separators=(",", ":") if compact else None,
-                              indent=len(indent.group(1)) if indent else None)
-        return self._open_b64(text, path, found, depth)
-
-    def _holds_nothing(self, text: str) -> bool:
-        """Whether the JSON document `text` holds nothing to redact, seen from its text: no
-        literal of the scan occurs in it (so none occurs in any of its strings, which it
-        holds as they are), and none of its strings opens a document of its own or is read
-        percent-decoded. Its strings are then not read one by one."""
-        if "\\" in text or "%" in text or "data:" in text or '"{' in text or '"[' in text:
-            return False  # (an escape could hide a literal; a nested document; a stream)
-        if self._scanner().touches(text):
-            return False
-        for match in _QUOTED_B64.finditer(text):
-            if self._open_b64(match.group(1), "", None, MAX_DEPTH - 1) is not None:
-                return False
-        return True
-
-    def _open_b64(self, text: str, path: Path, found: list[Finding] | None, depth: int
-                  ) -> str | None:
-        urlsafe = "-" in text or "_" in text
-        body = text.rstrip("=")
-        try:  # (binascii itself: an id that is no base64 of a text fails at its first bytes)
-            raw = binascii.a2b_base64((body.translate(_FROM_URLSAFE) if urlsafe else body)
-                                      + "=" * (-len(body) % 4))
-            decoded = raw.decode("utf-8")
-        except (binascii.Error, ValueError):
-            return None
-        if len(decoded) < 8 or not decoded.translate(_LINE_BREAKS).isprintable():
-            return None
-        redacted = self._text(decoded, path, None, depth + 1)
-        if redacted == decoded:
-            return None
-        if found is not None:
-            self._note(found, rendered(path), 0, len(text), "base64-text", None, "")
-        encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(redacted.encode())
-        out = encoded.decode("ascii")
-        return out if text.endswith("=") or len(body) % 4 == 0 else out.rstrip("=")
-
-    def _whole(self, value: Any, path: Path, found: list[Finding] | None, key: str) -> Any:
-        """The value of a credential-named field: every non-empty leaf becomes a placeholder."""
-        label = norm(key)
-        if isinstance(value, str) and (not value or self._redacted(value)):
-            return value
-        pointer = rendered(path) if found is not None else ""
-        if isinstance(value, str):
-            self._note(found, pointer, 0, len(value), "sensitive-key", None, value)
-            return self._placeholder_for(label)
-        if isinstance(value, (bytes, bytearray)):
-            if not value:
-                return value
-            self._note(found, pointer, 0, len(value), "sensitive-key", None, "")
-            return self._placeholder_for(label).encode()
-        if isinstance(value, Mapping):
-            # values go whole; the keys (cookie names, say) are ordinary text to scan
-            out: dict[Any, Any] = {}
-            for k, v in value.items():
-                new_key = self._text(k, (path, k), found, 0) if type(k) is str else k
-                out[new_key] = self._whole(v, (path, k), found, key)
-            return out
-        if isinstance(value, (list, tuple)):
-            items = [self._whole(v, (path, i), found, key) for i, v in enumerate(value)]
-            return items if isinstance(value, list) else tuple(items)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            self._note(found, pointer, 0, 0, "sensitive-key", None, "")
-            return self._placeholder_for(label)
-        return Walk(self, found).run(value, path)
 
 
 def _inside(starts: list[int], ends: list[int], start: int, end: int) -> bool:

@@ -1,4 +1,5 @@
-"""One walk over JSON-like data: the redacted copy, its findings, and one scan for all of it.
+"""One walk over JSON-like data: the redacted copy, its findings, and one scan for all of it;
+the documents held in its strings, opened and closed again; credential-named values taken whole.
 
 The walk copies containers as it meets them and decides at once what the structure
 decides (a credential-named member goes whole, a random value under a credential-ish name
@@ -13,6 +14,9 @@ Pointers are kept as a chain of (parent, token) pairs and written out only for a
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
@@ -20,13 +24,17 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, SecretBytes, SecretStr
 
 from .._errors import UsageError, pointer_join
+from ..scan._names import norm
 from ..scan._validators import looks_high_entropy
+from . import _streams
 from ._findings import Finding, shown_pointer
 
 if TYPE_CHECKING:
     from ._redactor import Redactor
 
-__all__ = ["MAX_DEPTH", "MAX_NESTING", "Path", "TooDeep", "Walk", "rendered"]
+__all__ = [
+    "MAX_DEPTH", "MAX_NESTING", "Path", "TooDeep", "Walk", "open_held", "rendered", "take_whole",
+]
 
 # Documents held in strings are opened up to this depth; deeper ones are read as text.
 MAX_DEPTH = 8
@@ -165,7 +173,7 @@ class Walk:
             if not key.isascii():
                 self.plain = False
             if klass == 1:
-                whole = redactor._whole(item, child, self.found, key)
+                whole = take_whole(redactor, item, child, self.found, key)
                 self.changed |= whole is not item
                 out[key] = whole
             elif (klass == 2 and redactor.detects and type(item) is str
@@ -196,7 +204,7 @@ class Walk:
             if type(item) is str:
                 out.append(item)
                 if pair and index == 1:
-                    out[1] = self.redactor._whole(item, (path, 1), self.found, value[0])
+                    out[1] = take_whole(self.redactor, item, (path, 1), self.found, value[0])
                     self.changed |= out[1] is not item
                 elif len(item) >= 8:
                     self._string(out, index, item, (path, index))
@@ -205,7 +213,7 @@ class Walk:
                     self.plain = False
                 out.append(item)
             elif pair and index == 1:
-                whole = self.redactor._whole(item, (path, 1), self.found, value[0])
+                whole = take_whole(self.redactor, item, (path, 1), self.found, value[0])
                 self.changed |= whole is not item
                 out.append(whole)
             else:
@@ -219,7 +227,7 @@ class Walk:
         if len(text) < 8:
             return
         if special(text, self.depth):
-            opened, document = self.redactor._opened(text, path, self.found, self.depth)
+            opened, document = open_held(self.redactor, text, path, self.found, self.depth)
             if opened is not text:
                 container[key] = opened
                 self.changed |= opened != text
@@ -266,6 +274,127 @@ class Walk:
              secret: str) -> None:
         if self.found is not None:
             self.redactor._note(self.found, rendered(path), start, end, rule, slot, secret)
+
+
+# -- documents held in strings, and credential-named values --------------------------------
+
+_FROM_URLSAFE = str.maketrans("-_", "+/")
+_LINE_BREAKS = str.maketrans("", "", "\r\n\t")
+# a JSON string that is one base64 run (it may hold a text to open)
+_QUOTED_B64 = re.compile(r'"([A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2})"')
+
+
+def _text(redactor: Redactor, text: str, pointer: Path, found: list[Finding] | None,
+          depth: int) -> str:
+    """One string redacted: a document it holds opened first, then one scan of it."""
+    out: str = Walk(redactor, found, depth).run(text, pointer)
+    return out
+
+def open_held(redactor: Redactor, text: str, path: Path, found: list[Finding] | None,
+           depth: int) -> tuple[str, bool]:
+    """`text` with the document it holds redacted inside (JSON, base64 text, the events
+    of a stream), or `text` itself; and whether it held a JSON document, whose strings
+    were then read one by one."""
+    opened = None
+    if text[0] in "{[ \t\r\n" or B64_TEXT.fullmatch(text):
+        opened = _open(redactor, text, path, found, depth)
+    if opened is not None:
+        return opened, text.lstrip()[:1] in ("{", "[")
+    if _streams.looks_sse(text):
+        text = _streams.sse_pass(redactor, [text], rendered(path) if found is not None else "",
+                                 found)[0]
+    return text, False
+
+def _open(redactor: Redactor, text: str, path: Path, found: list[Finding] | None,
+          depth: int) -> str | None:
+    """Redact inside a JSON document or a base64 text held in a string; None if neither."""
+    if text.lstrip()[:1] in ("{", "["):
+        if _holds_nothing(redactor, text):
+            return text
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):  # nested too deeply to open: read as text
+            return None
+        if not isinstance(data, (dict, list)):
+            return None
+        walk = Walk(redactor, found, depth + 1, nesting=MAX_NESTING)
+        try:
+            redacted = walk.run(data, path)
+        except TooDeep:
+            return None
+        if not walk.changed:
+            return text
+        compact = ", " not in text and ": " not in text
+        indent = re.match(r"[\[{]\r?\n( +)", text.lstrip())
+        return json.dumps(redacted, ensure_ascii=False,
+                          separators=(",", ":") if compact else None,
+                          indent=len(indent.group(1)) if indent else None)
+    return _open_b64(redactor, text, path, found, depth)
+
+def _holds_nothing(redactor: Redactor, text: str) -> bool:
+    """Whether the JSON document `text` holds nothing to redact, seen from its text: no
+    literal of the scan occurs in it (so none occurs in any of its strings, which it
+    holds as they are), and none of its strings opens a document of its own or is read
+    percent-decoded. Its strings are then not read one by one."""
+    if "\\" in text or "%" in text or "data:" in text or '"{' in text or '"[' in text:
+        return False  # (an escape could hide a literal; a nested document; a stream)
+    if redactor._scanner().touches(text):
+        return False
+    for match in _QUOTED_B64.finditer(text):
+        if _open_b64(redactor, match.group(1), "", None, MAX_DEPTH - 1) is not None:
+            return False
+    return True
+
+def _open_b64(redactor: Redactor, text: str, path: Path, found: list[Finding] | None,
+              depth: int) -> str | None:
+    urlsafe = "-" in text or "_" in text
+    body = text.rstrip("=")
+    try:  # (binascii itself: an id that is no base64 of a text fails at its first bytes)
+        raw = binascii.a2b_base64((body.translate(_FROM_URLSAFE) if urlsafe else body)
+                                  + "=" * (-len(body) % 4))
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    if len(decoded) < 8 or not decoded.translate(_LINE_BREAKS).isprintable():
+        return None
+    redacted = _text(redactor, decoded, path, None, depth + 1)
+    if redacted == decoded:
+        return None
+    if found is not None:
+        redactor._note(found, rendered(path), 0, len(text), "base64-text", None, "")
+    encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(redacted.encode())
+    out = encoded.decode("ascii")
+    return out if text.endswith("=") or len(body) % 4 == 0 else out.rstrip("=")
+
+def take_whole(redactor: Redactor, value: Any, path: Path, found: list[Finding] | None,
+               key: str) -> Any:
+    """The value of a credential-named field: every non-empty leaf becomes a placeholder."""
+    label = norm(key)
+    if isinstance(value, str) and (not value or redactor._redacted(value)):
+        return value
+    pointer = rendered(path) if found is not None else ""
+    if isinstance(value, str):
+        redactor._note(found, pointer, 0, len(value), "sensitive-key", None, value)
+        return redactor._placeholder_for(label)
+    if isinstance(value, (bytes, bytearray)):
+        if not value:
+            return value
+        redactor._note(found, pointer, 0, len(value), "sensitive-key", None, "")
+        return redactor._placeholder_for(label).encode()
+    if isinstance(value, Mapping):
+        # values go whole; the keys (cookie names, say) are ordinary text to scan
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            new_key = _text(redactor, k, (path, k), found, 0) if type(k) is str else k
+            out[new_key] = take_whole(redactor, v, (path, k), found, key)
+        return out
+    if isinstance(value, (list, tuple)):
+        items = [take_whole(redactor, v, (path, i), found, key) for i, v in enumerate(value)]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        redactor._note(found, pointer, 0, 0, "sensitive-key", None, "")
+        return redactor._placeholder_for(label)
+    return Walk(redactor, found).run(value, path)
 
 
 def _rename(mapping: MutableMapping[Any, Any], names: dict[Any, Any]) -> None:
