@@ -55,14 +55,24 @@ class TestImport:
         assert done.stdout.strip() == "ok", done.stderr
 
     def test_logging_state_unchanged_when_detect_secrets_loads_mid_run(self) -> None:
-        """detect-secrets loads the first time one of its rules fires, long after import;
-        the host's warnings hook and loggers are as before then too."""
+        """A detect-secrets pattern is read from its plugin class's body the first time its
+        rule fires, without importing detect-secrets; where the body cannot be read so, the
+        plugin module is imported then, long after import; the host's warnings hook and
+        loggers are as before either way."""
         done = _run("""
             import logging, sys, warnings
             import redactkey
+            from redactkey.scan import _rules
             hook = warnings.showwarning
             assert "detect_secrets" not in sys.modules
             token = "xox" + "b-" + "1234567890" + "-" + "1234567890123" + "-" + "Ab3dE5gH" * 3
+            found = redactkey.Redactor().findings("token " + token)
+            assert [f.rule for f in found] == ["slack-token"], found
+            assert "detect_secrets" not in sys.modules
+            _rules._class_denylist = lambda module, name: None  # the import path
+            _rules._plugin_pattern.cache_clear()
+            for rule in _rules.DEFAULT_RULES:
+                rule.__dict__.pop("regex", None)
             found = redactkey.Redactor().findings("token " + token)
             assert "detect_secrets" in sys.modules
             assert [f.rule for f in found] == ["slack-token"], found

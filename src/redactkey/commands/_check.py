@@ -16,10 +16,9 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import unquote
 
-from .._errors import FixtureFormatError, UsageError
+from .._errors import FixtureFormatError
 from ..record._config import Config
 from ..recordings._cassettes import LineMap, Recording, resolve_pointer
 from ..recordings._classify import (
@@ -37,20 +36,22 @@ from ..recordings._readers import (
     BodyStream,
     body_streams,
     file_stream,
-    header_sites,
     names_a_stream,
     read_recording,
 )
 from ..redact._redactor import Redactor, shown_pointer
 from ..scan._placeholders import AUTH_SCHEMES, looks_redacted, made_up
 from ..scan._rules import NEAR_MISS_RULES
-from ..scan._vocabulary import COOKIE_HEADERS, header_class
-from ..secrets._run_secrets import RunSecrets, mask
+from ..scan._vocabulary import COOKIE_HEADERS
+from ..secrets._run_secrets import RunSecrets
+from ._baseline import Baseline
+from ._check_sites import header_issues, last_name, stream_issues
 from ._issues import InputProblem, Issue, Report, value_tag
 from ._parallel import Outcome, run_files
 
 __all__ = [
     "STRUCTURED_SUFFIXES",
+    "Baseline",
     "Checker",
     "CheckerSpec",
     "Target",
@@ -98,24 +99,6 @@ def streams_of(recording: Recording) -> list[BodyStream]:
     return list(body_streams(recording))
 
 
-def _binary_line(recording: Recording, pointer: str, at: int) -> int:
-    """The line of byte `at` of a binary body kept as base64 in a YAML block (`!!binary |`,
-    one run of base64 text per line); the body's line elsewhere."""
-    first = recording.line_for(pointer)
-    lines = recording.text.splitlines()
-    indicator = next((number for number in (first, first - 1)
-                      if 0 < number <= len(lines) and lines[number - 1].rstrip().endswith(
-                          ("|", "|-", "|+", ">", ">-"))), None)
-    if at < 0 or indicator is None:
-        return first
-    target, seen = (at // 3) * 4, 0
-    for number in range(indicator, len(lines)):  # lines[indicator] is the block's first line
-        seen += len(lines[number].strip())
-        if seen > target:
-            return number + 1
-    return first
-
-
 def _swap(document: object, pointer: str, value: object) -> object:
     """Put `value` at `pointer` of a decoded document; returns what was there."""
     tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
@@ -127,14 +110,6 @@ def _swap(document: object, pointer: str, value: object) -> object:
     old = node[key]  # type: ignore[index]
     node[key] = value  # type: ignore[index]
     return old
-
-
-def _last_name(pointer: str) -> str:
-    """The last non-index token of a JSON pointer (a header or field name)."""
-    for token in reversed(pointer.split("/")[1:]):
-        if not token.isdigit():
-            return token.replace("~1", "/").replace("~0", "~")
-    return ""
 
 
 @dataclass(frozen=True)
@@ -236,7 +211,8 @@ class Checker:
             # read as its kind (`sse`, `ndjson`): the file is the body, its events the data
             holder = Recording(path=target.path, format=stream.kind, document=text,
                                lines=LineMap(), text=text)
-            issues = self.without_pragmas(self.stream_issues(holder, target.display, stream), text)
+            issues = self.without_pragmas(stream_issues(self, holder, target.display, stream),
+                                         text)
             return issues, holder
         return self.without_pragmas(self.scan_text(text, target.display), text), None
 
@@ -321,7 +297,7 @@ class Checker:
             for stream, value in reversed(held):
                 _swap(document, stream.pointer, value)
         for stream in streams:
-            issues.extend(self.stream_issues(cassette, display, stream))
+            issues.extend(stream_issues(self, cassette, display, stream))
         for finding in found:
             value = resolve_pointer(document, finding.pointer)
             if isinstance(value, str):
@@ -331,7 +307,7 @@ class Checker:
                     continue
             rule = finding.rule
             slot = finding.slot
-            name = _last_name(finding.pointer)
+            name = last_name(finding.pointer)
             if rule == "sensitive-key":
                 if name.lower() in COOKIE_HEADERS:
                     rule = "cookie"
@@ -344,7 +320,7 @@ class Checker:
                 Issue(display, line, rule, pointer=self.masked_pointer(finding.pointer),
                       slot=slot, preview=finding.preview), shown))
         reported = {issue.pointer for issue in issues}
-        issues.extend(self.header_issues(cassette, display, reported))
+        issues.extend(header_issues(self, cassette, display, reported))
         if cassette.text.lstrip()[:1] not in ("{", "["):
             # YAML comments are not part of the document but are committed all the same
             for number, comment in enumerate(cassette.text.splitlines(), 1):
@@ -356,124 +332,6 @@ class Checker:
                                 Issue(display, number, finding.rule, slot=finding.slot,
                                       preview=finding.preview), segment))
         return issues
-
-    def stream_issues(self, recording: Recording, display: str, stream: BodyStream, *,
-                      first_event: int = 0) -> list[Issue]:
-        """Findings in a streamed body, event by event: each names its event (the pointer
-        is the body's, then the event's index, then the place in the event), at the line
-        of the event where the format has lines; a secret split across events is found on
-        their joined text and reported once, in the event where it starts. The framing
-        (SSE `event:`/`id:` lines) is scanned as text. Events are numbered from
-        `first_event` (a window of a long stream file)."""
-        issues: list[Issue] = []
-        body = stream.body
-
-        def line_at(offset: int) -> int:
-            if not stream.pointer and isinstance(body, str):  # the file is the body
-                return body.count("\n", 0, offset) + 1
-            return recording.line_for(stream.pointer, offset)
-
-        if isinstance(body, str):
-            framing = list(body)
-            for event in stream.events:
-                framing[event.start:event.end] = " " * (event.end - event.start)
-            residue = "".join(framing)
-            for finding in self.redactor.findings(residue):
-                segment = residue[finding.start:finding.end]
-                if segment and self.dismissed(finding.rule, segment):
-                    continue
-                issues.append(self._issue(Issue(
-                    display, line_at(finding.start), finding.rule,
-                    pointer=self.masked_pointer(stream.pointer), slot=finding.slot,
-                    preview=finding.preview, detail=f"{stream.kind} framing"), segment))
-        # (place, rule) -> (first event, last event, issue) of a finding that may run on
-        runs: dict[tuple[str, str], tuple[int, int, int]] = {}
-        for finding in self.redactor.stream_findings([e.value for e in stream.events]):
-            _, index_token, *rest = finding.pointer.split("/")
-            index = int(index_token)
-            inner = "".join("/" + token for token in rest)
-            event = stream.events[index]
-            leaf = resolve_pointer(event.value, inner)
-            segment = ""
-            if isinstance(leaf, str):
-                segment = leaf[finding.start:finding.end] if finding.end > finding.start \
-                    else leaf
-            run = runs.get((inner, finding.rule))
-            if run is not None and finding.start == 0 and run[1] == index - 1:
-                # the rest of a secret split across events: one finding, where it starts
-                first, _, at = run
-                issues[at] = dataclasses.replace(
-                    issues[at], detail=f"{stream.kind} events {first + first_event}-"
-                                       f"{index + first_event} (split across them)")
-                runs[(inner, finding.rule)] = (first, index, at)
-                continue
-            if isinstance(leaf, str) and self.dismissed(finding.rule, segment, leaf):
-                continue
-            rule, slot = finding.rule, finding.slot
-            name = _last_name(inner)
-            if rule == "sensitive-key":
-                if name.lower() in COOKIE_HEADERS:
-                    rule = "cookie"
-                slot = slot or name
-            if event.start >= 0:
-                offset = event.start
-                if segment and isinstance(body, str):
-                    at = body.find(json.dumps(segment)[1:-1], event.start, event.end)
-                    offset = at if at >= 0 else event.start
-                line = line_at(offset)
-            else:
-                line = _binary_line(recording, stream.pointer, event.at)
-            runs[(inner, finding.rule)] = (index, index, len(issues))
-            issues.append(self._issue(Issue(
-                display, line, rule, pointer=self.masked_pointer(
-                    f"{stream.pointer}/{index + first_event}{inner}"),
-                slot=slot, preview=finding.preview,
-                detail=f"{stream.kind} event {index + first_event}"),
-                segment or json.dumps(leaf, sort_keys=True, default=str)))
-        return issues
-
-    def header_issues(self, recording: Recording, display: str,
-                      reported: set[str]) -> list[Issue]:
-        """Findings by header name, one vocabulary for every format: a credential header
-        (error), a cookie and an identifying header (warnings), a request id (note).
-        Values already reported at the same place, and placeholders, are passed over."""
-        kept: list[tuple[str, str, str, str, str | None]] = []
-        classes = self._header_classes
-        for name, value, pointer in header_sites(recording):
-            if not value or pointer in reported:
-                continue
-            try:
-                cls = classes[name]
-            except KeyError:
-                cls = header_class(name)
-                if cls is None and self.redactor.is_sensitive_key(name):
-                    cls = "sensitive-key"
-                if len(classes) < 4096:
-                    classes[name] = cls
-            if cls is None:
-                continue
-            if cls in ("sensitive-key", "cookie"):
-                if self.dismissed("sensitive-key", value):
-                    continue
-                preview = mask(value)
-            elif cls == "identifying-header":
-                if looks_redacted(value, self.redactor.is_placeholder):
-                    continue
-                preview = mask(value)
-            else:
-                preview = None
-            kept.append((name, value, pointer, cls, preview))
-        pointers = [pointer for _, _, pointer, _, _ in kept]
-        # a generic document's header sites are its own strings, reached through
-        # containers: their values need no second walk down the document
-        lines = recording.lines_for(pointers) if recording.interactions else \
-            recording.lines_for(pointers, [value for _, value, _, _, _ in kept])
-        masked = self.masked_pointer
-        issues = [Issue(display, line, cls, masked(pointer), name, preview)
-                  for (name, _, pointer, cls, preview), line in zip(kept, lines, strict=True)]
-        if not self.tagging:  # a header class is never a near miss: `_issue` keeps them
-            return issues
-        return [self._issue(issue, site[1]) for issue, site in zip(issues, kept, strict=True)]
 
     def masked_pointer(self, pointer: str) -> str:
         """`pointer` with every member name that holds a secret masked (`/sk-p…`): an object
@@ -537,61 +395,6 @@ def _inline(issues: list[Issue], text: str) -> list[Issue]:
     lines = text.splitlines()
     return [i for i in issues
             if not (0 < i.line <= len(lines) and INLINE_PRAGMA.search(lines[i.line - 1]))]
-
-
-BASELINE_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """Findings accepted as they are: (path, rule, fingerprint, value tag), never a value.
-
-    A finding is in the baseline while its place, rule, preview and value tag are the
-    same; a new value at the same place gets a new tag and is reported again.
-    """
-
-    entries: frozenset[tuple[str, str, str, str]]
-
-    @classmethod
-    def of(cls, issues: Iterable[Issue]) -> Baseline:
-        """The baseline accepting `issues`."""
-        return cls(frozenset((i.path, i.rule, i.fingerprint, i.tag) for i in issues))
-
-    def __contains__(self, issue: object) -> bool:
-        return isinstance(issue, Issue) and (
-            issue.path, issue.rule, issue.fingerprint, issue.tag) in self.entries
-
-    def to_bytes(self) -> bytes:
-        """The baseline file: canonical JSON, sorted, with a trailing newline."""
-        rows = [{"path": p, "rule": r, "fingerprint": f, "tag": t}
-                for p, r, f, t in sorted(self.entries)]
-        doc = {"version": BASELINE_VERSION, "tool": "redactkey", "findings": rows}
-        return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
-
-    @classmethod
-    def load(cls, path: Path) -> Baseline:
-        """Read a baseline written by `redact check --write-baseline`."""
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise UsageError(f"baseline {path}: cannot read it: {exc.strerror or exc}") \
-                from None
-        except ValueError as exc:
-            raise UsageError(f"baseline {path}: not JSON ({exc}); write it again with "
-                             "`redact check --write-baseline`") from None
-        if not isinstance(doc, dict) or doc.get("version") != BASELINE_VERSION:
-            raise UsageError(f"baseline {path}: not a version {BASELINE_VERSION} redactkey "
-                             "baseline; write it again with `redact check --write-baseline`")
-        rows = doc.get("findings")
-        keys = ("path", "rule", "fingerprint", "tag")
-        if not isinstance(rows, list) or not all(
-            isinstance(row, dict) and all(isinstance(row.get(k), str) for k in keys)
-            for row in rows
-        ):
-            raise UsageError(f"baseline {path}: /findings must be a list of "
-                             "{path, rule, fingerprint, tag} strings")
-        return cls(frozenset((row["path"], row["rule"], row["fingerprint"], row["tag"])
-                             for row in rows))
 
 
 def check_one(checker: Checker, target: Target) -> Outcome:

@@ -30,6 +30,7 @@ from ..recordings._limits import MAX_FILE_BYTES
 from ..recordings._pieces import Piece, Refused, json_pieces, windows, yaml_pieces
 from ..recordings._readers import STREAM_FILE_SUFFIXES, file_stream
 from ._check import INLINE_PRAGMA, Checker
+from ._check_sites import stream_issues
 from ._issues import Issue
 
 __all__ = ["check_large"]
@@ -141,6 +142,6 @@ def _stream(checker: Checker, target: Target, handle: IO[bytes],
         else:
             kind = kind or stream.kind
             holder = Recording(target.path, stream.kind, None, LineMap(), text=text)
-            issues = checker.stream_issues(holder, target.display, stream, first_event=first)
+            issues = stream_issues(checker, holder, target.display, stream, first_event=first)
         found.extend(_shifted(checker.without_pragmas(issues, text), line))
     return list(dict.fromkeys(found)), Recording(target.path, kind or "text", None, LineMap())
