@@ -227,7 +227,7 @@ class Checker:
         example: `scan._placeholders.made_up`), is a warning; with a baseline, a value tag."""
         if issue.rule in NEAR_MISS_RULES:
             issue = dataclasses.replace(issue, severity="warning")
-        elif _made_up(value):
+        elif issue.level == "error" and _made_up(value):
             issue = dataclasses.replace(issue, severity="warning",
                                         detail=issue.detail or "looks made up (a fake or an "
                                                                "example), not a working key")
