@@ -5,6 +5,7 @@ a fake's word) is a warning that says so; the same shape with a random body is a
 from __future__ import annotations
 
 import json
+import random
 import secrets
 import string
 from pathlib import Path
@@ -69,8 +70,12 @@ def test_random_key_of_the_same_shape_is_an_error(
 
 
 def test_random_keys_are_rarely_taken_for_made_up() -> None:
-    """Issued keys are random: of 2,000 random bodies of 40 characters, none is made up."""
-    assert not [body for body in (_random(40) for _ in range(2000)) if made_up(body)]
+    """Issued keys are random: of 20,000 random bodies of 40 characters (a fixed draw), at
+    most one is taken for made up (about one in 100,000 spells a fake's word by chance)."""
+    draw = random.Random(20261204)
+    alphabet = string.ascii_letters + string.digits
+    bodies = ["".join(draw.choice(alphabet) for _ in range(40)) for _ in range(20000)]
+    assert len([body for body in bodies if made_up(body)]) <= 1
 
 
 @pytest.mark.parametrize("token", [

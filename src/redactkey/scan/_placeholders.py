@@ -229,8 +229,12 @@ def is_placeholder(value: str) -> bool:
 
 
 # Words a made-up key spells in its body (`sk-fake-…`, `…-example-…`, `…notreal…`); `test`
-# counts only at the end (`…Ntest`), `xxxx` as a mask.
-_MADE_UP_WORDS = re.compile(r"(?i)fake|dummy|example|sample|placeholder|notreal|invalid|xxxx")
+# counts only at the end (`…Ntest`), `xxxx` as a mask
+# (in lower case, capitalised or upper case: a random body spells `fAKe` too often)
+_MADE_UP_WORDS = re.compile("|".join(
+    f"{word}|{word.capitalize()}|{word.upper()}"
+    for word in ("fake", "dummy", "example", "sample", "placeholder", "notreal", "invalid",
+                 "xxxx")))
 _REPEATED_CHARACTER = re.compile(r"(.)\1{5}")
 _DIGIT_RUN = re.compile(r"[0-9]{6,}")
 _TOKEN_SHAPED = re.compile(r"[A-Za-z0-9_\-.+/=~]{8,512}")
