@@ -225,13 +225,17 @@ class Scanner:
         known_starts = sorted(span.start for span in known)
         blob = len(text) >= 256 and _BLOB.fullmatch(text) is not None
         last_end: dict[int, int] = {}
+        absent: dict[int, bool] = {}  # a rule whose `also` literals the text lacks
         candidates.sort()  # (nearly in order already: the hits are)
         for start, index in candidates:
             rule = self.rules[index]
             if start < last_end.get(index, 0) or (blob and start > 0):
                 continue
-            if rule.also and not all(literal in text for literal in rule.also):
-                continue
+            if rule.also:
+                if index not in absent:
+                    absent[index] = not all(literal in text for literal in rule.also)
+                if absent[index]:
+                    continue
             if rule.lead and start > 0 and start not in ends and _glued_before(
                     text, start, rule.glue_before):
                 continue
