@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from .._errors import FixtureFormatError
+from ..keys._canonical import JSONValue
 from ..record._config import Config
 from ..recordings._cassettes import LineMap, Recording, resolve_pointer
 from ..recordings._classify import (
@@ -45,7 +46,7 @@ from ..scan._rules import NEAR_MISS_RULES
 from ..scan._vocabulary import COOKIE_HEADERS
 from ..secrets._run_secrets import RunSecrets
 from ._baseline import Baseline
-from ._check_sites import header_issues, last_name, stream_issues
+from ._check_sites import LineCounter, header_issues, last_name, stream_issues
 from ._issues import InputProblem, Issue, Report, value_tag
 from ._parallel import Outcome, run_files
 
@@ -157,6 +158,7 @@ class Checker:
         self._header_classes: dict[str, str | None] = {}
         # (by name, segment, whole) -> dismissed: placeholders repeat in every file
         self._dismissed: dict[tuple[bool, str, str | None], bool] = {}
+        self._whole_judged: tuple[str, bool] | None = None
         # False: JSON files are scanned as parsed, without building interactions (check)
         self.normalise = normalise
         # True: issues carry a value tag, so a baseline notices a changed value
@@ -263,7 +265,7 @@ class Checker:
         # The value around a finding by name may say it is a placeholder (`Bearer <TOKEN>`);
         # around a detector's match it says nothing: the match itself is the evidence.
         if (rule in _BY_NAME_RULES and whole is not None and whole != segment
-                and looks_redacted(whole, placeholder)):
+                and self._placeholder_whole(whole)):
             return True
         if rule in _BY_NAME_RULES:
             bare = AUTH_SCHEMES.sub("", trimmed).strip()
@@ -271,14 +273,23 @@ class Checker:
                 return True
         return False
 
+    def _placeholder_whole(self, whole: str) -> bool:
+        """`looks_redacted` of the value around a finding, judged once for all the findings
+        in one value (the value is the same object for each of them)."""
+        last = self._whole_judged
+        if last is None or last[0] is not whole:
+            last = self._whole_judged = (whole, looks_redacted(whole, self.redactor.is_placeholder))
+        return last[1]
+
     def scan_text(self, text: str, display: str) -> list[Issue]:
         """Issues in a plain text."""
         issues: list[Issue] = []
+        line_at = LineCounter(text)
         for finding in self.redactor.findings(text):
             segment = text[finding.start:finding.end]
             if segment and self.dismissed(finding.rule, segment):
                 continue
-            line = text.count("\n", 0, finding.start) + 1
+            line = line_at(finding.start)
             issues.append(self._issue(Issue(display, line, finding.rule, pointer="",
                                             slot=finding.slot, preview=finding.preview),
                                       segment))
@@ -298,8 +309,11 @@ class Checker:
                 _swap(document, stream.pointer, value)
         for stream in streams:
             issues.extend(stream_issues(self, cassette, display, stream))
+        values: dict[str, JSONValue] = {}  # many findings in one value: it is looked up once
         for finding in found:
-            value = resolve_pointer(document, finding.pointer)
+            if finding.pointer not in values:
+                values[finding.pointer] = resolve_pointer(document, finding.pointer)
+            value = values[finding.pointer]
             if isinstance(value, str):
                 segment = value[finding.start:finding.end] if finding.end > finding.start \
                     else value

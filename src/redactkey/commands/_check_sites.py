@@ -47,6 +47,21 @@ def last_name(pointer: str) -> str:
     return ""
 
 
+class LineCounter:
+    """1-based line numbers of offsets of one text, asked in (mostly) rising order: each
+    call counts only from the last offset, so a text with many findings costs one pass."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.offset, self.line = text, 0, 1
+
+    def __call__(self, offset: int) -> int:
+        if offset < self.offset:
+            self.offset, self.line = 0, 1
+        self.line += self.text.count("\n", self.offset, offset)
+        self.offset = offset
+        return self.line
+
+
 def stream_issues(checker: Checker, recording: Recording, display: str, stream: BodyStream,
                   *, first_event: int = 0) -> list[Issue]:
     """Findings in a streamed body, event by event: each names its event (the pointer
@@ -58,9 +73,11 @@ def stream_issues(checker: Checker, recording: Recording, display: str, stream: 
     issues: list[Issue] = []
     body = stream.body
 
+    counted = LineCounter(body if isinstance(body, str) else "")
+
     def line_at(offset: int) -> int:
         if not stream.pointer and isinstance(body, str):  # the file is the body
-            return body.count("\n", 0, offset) + 1
+            return counted(offset)
         return recording.line_for(stream.pointer, offset)
 
     if isinstance(body, str):

@@ -103,6 +103,19 @@ class LineMap:
         self._lines: dict[str, int] = {}
         self._literal: set[str] = set()
         self._spans: dict[str, tuple[int, int]] = {}
+        self._counted: tuple[str, int, int] | None = None  # (text, offset, newlines before)
+
+    def newlines_before(self, text: str, offset: int) -> int:
+        """How many line breaks `text` holds before `offset`. The findings of one value
+        are asked in rising order: each call counts on from the last one's offset."""
+        offset = max(0, offset)
+        last = self._counted
+        if last is not None and last[0] is text and last[1] <= offset:
+            count = last[2] + text.count("\n", last[1], offset)
+        else:
+            count = text.count("\n", 0, offset)
+        self._counted = (text, offset, count)
+        return count
 
     def set(self, pointer: str, line: int, *, literal: bool = False,
             span: tuple[int, int] | None = None) -> None:
@@ -139,7 +152,7 @@ class LineMap:
                     and offset is not None
                 ):
                     # a literal block starts on the line after its indicator
-                    return line + 1 + text.count("\n", 0, max(0, offset))
+                    return line + 1 + self.newlines_before(text, offset)
                 return line
             if not probe:
                 return 1
@@ -201,6 +214,10 @@ class Recording:
     # offsets of the text's newlines, built once a file asks for many lines
     _newlines: list[int] | None = field(default=None, init=False, repr=False, compare=False)
     _asked: int = field(default=0, init=False, repr=False, compare=False)
+    # the line of each string found whole in the text (a string with many findings is
+    # looked for once)
+    _string_lines: dict[str, int | None] = field(default_factory=dict, init=False, repr=False,
+                                                 compare=False)
 
     def _line_at(self, offset: int) -> int:
         """1-based line of a character offset of `text`."""
@@ -254,17 +271,25 @@ class Recording:
                     out[index] = line
         return [line or self.line_for(pointer) for line, pointer in zip(out, pointers, strict=True)]
 
+    def _string_line(self, value: str) -> int | None:
+        """The line of a JSON string met exactly once in the text, or None."""
+        for needle in {json.dumps(value, ensure_ascii=False), json.dumps(value)}:
+            first = self.text.find(needle)
+            if first >= 0 and self.text.find(needle, first + 1) < 0:
+                return self._line_at(first)
+        return None
+
     def line_for(self, pointer: str, offset: int | None = None) -> int:
         """Line number in the file for a JSON pointer of `document` (and a text offset)."""
         if isinstance(self.lines, _LazyJSONLines) and self.lines.pending:
             # fast path: a string found exactly once in the file text gives its line
             found = _string_ancestor(self.document, pointer)
             if found is not None:
-                for needle in {json.dumps(found[1], ensure_ascii=False),
-                               json.dumps(found[1])}:
-                    first = self.text.find(needle)
-                    if first >= 0 and self.text.find(needle, first + 1) < 0:
-                        return self._line_at(first)
+                if found[0] not in self._string_lines:
+                    self._string_lines[found[0]] = self._string_line(found[1])
+                known = self._string_lines[found[0]]
+                if known is not None:
+                    return known
         value: Any = resolve_pointer(self.document, pointer)
         if type(self.lines) is LineMap and not len(self.lines) and isinstance(value, str):
             # a format read without a line map (TOML): the value's first place in the text

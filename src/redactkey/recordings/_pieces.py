@@ -84,7 +84,7 @@ class Piece(LineMap):
             return line
         # a YAML literal block: its text starts on the line after its indicator
         if exact and text is not None and offset is not None:
-            return 1 - line + text.count("\n", 0, max(0, offset))
+            return 1 - line + self.newlines_before(text, offset)
         return -line
 
     def real(self, pointer: str) -> str:
