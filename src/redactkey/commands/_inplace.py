@@ -10,6 +10,7 @@ again and must hold exactly the new values, else `NotInPlace`.
 from __future__ import annotations
 
 import base64
+import bisect
 import itertools
 import json
 import re
@@ -28,6 +29,9 @@ _Edit = tuple[int, int, str]  # (start, end, text) in the file's text
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A node's anchor and tag come before its scalar and stay as they are.
+# A scalar with more different pieces to replace is written whole: each piece is looked
+# for along the whole scalar, so their number bounds the work per byte.
+_MOST_PIECES = 64
 _PROPERTIES = re.compile(r"(?:[&!]\S*\s+)*")
 # What a plain scalar may not start with, hold on any line, or (in a flow collection) hold.
 _PLAIN_START = re.compile(r"[\s\-?:,\[\]{}#&*!|>'\"%@`]")
@@ -159,16 +163,24 @@ def _spans(text: str, start: int, end: int, style: str, old: Any, new: Any,
     if not isinstance(old, str) or not isinstance(new, str):
         return None
     found = gaps(old, new, marks) or _line_edits(old, new)
-    if not found:
-        return None
+    pieces = {old[at:stop] for at, stop, _ in found or ()}
+    if not found or "" in pieces or len(pieces) > _MOST_PIECES:
+        return None  # (many different pieces: the scalar is written whole, in one pass)
+    places: dict[str, tuple[list[int], list[int]]] = {}
+    for piece in pieces:
+        mine, theirs = _occurrences(old, piece, 0, len(old)), _occurrences(text, piece, start, end)
+        if len(mine) != len(theirs):
+            return None  # escaped or folded in the source: the scalar is written whole
+        places[piece] = mine, theirs
     out: list[_Edit] = []
     for at, stop, placeholder in found:
         piece = old[at:stop]
-        if not piece or old.count(piece) != text.count(piece, start, end):
-            return None  # escaped or folded in the source: the scalar is written whole
-        place = text.find(piece, start, end)
-        for _ in range(old.count(piece, 0, at)):
-            place = text.find(piece, place + len(piece), end)
+        mine, theirs = places[piece]
+        # the same occurrence of the piece in the source as in the value
+        nth = bisect.bisect_right(mine, at - len(piece))
+        if nth >= len(theirs):
+            return None
+        place = theirs[nth]
         if style == "'":
             placeholder = placeholder.replace("'", "''")
         elif style in ('"', "json"):
@@ -177,6 +189,17 @@ def _spans(text: str, start: int, end: int, style: str, old: Any, new: Any,
     if style in ("", "{") and not _plain(applied(text[start:end], out), style):
         return None
     return [(a + start, b + start, piece) for a, b, piece in out]
+
+
+def _occurrences(text: str, piece: str, start: int, end: int) -> list[int]:
+    """Where `piece` occurs in `text[start:end]`, left to right without overlaps (as
+    `str.count` counts)."""
+    out: list[int] = []
+    at = text.find(piece, start, end)
+    while at >= 0:
+        out.append(at)
+        at = text.find(piece, at + len(piece), end)
+    return out
 
 
 def _line_edits(old: str, new: str) -> list[_Edit] | None:
