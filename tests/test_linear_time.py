@@ -3,9 +3,10 @@
 For every rule (read from the rules file, so a new rule is covered without a new test) and
 every credential name, lines that repeat its keywords, its examples glued together, its
 near misses, its separators and long runs of its own characters are redacted at two sizes;
-the larger must cost no more than 3.5 times the smaller (a quadratic cost shows as 9
-times) and stay under a per-megabyte budget. The shapes that once stalled the commands
-(issue reports) are measured too, through whole commands in `test_hostile_commands`.
+the larger must cost no more than 5 times the smaller (linear is 3 times, a quadratic cost
+9). The measure is a ratio of CPU times in one process, so a slow or busy machine does not
+fail it; what a megabyte of each shape costs is a benchmark's figure
+(`tests/benchmarks/bench_hostile.py`), not a test's.
 """
 
 from __future__ import annotations
@@ -28,9 +29,8 @@ KB = 1 << 10
 # REDACTKEY_HOSTILE_KB=1024 for the issue's sizes (1 MB and 3 MB).
 SMALL = int(os.environ.get("REDACTKEY_HOSTILE_KB", "32")) * KB
 LARGE = 3 * SMALL
-# CPU seconds per MB allowed on one hostile line (the whole redactor, not one rule); the
-# engine does these in 5-150 ms per MB. Loose, for a busy machine.
-BUDGET_PER_MB = 2.0
+# Linear growth is 3x, quadratic 9x: the bar sits between them (geometrically).
+GROWTH = 5.0
 # Below this many CPU seconds a measurement says nothing about growth (timer noise).
 FLOOR = 0.1
 SEPARATORS = (":", "=", "%", " ", ".", "/", '"', "\\", "a=", "a:")
@@ -117,12 +117,11 @@ class TestHostileLines:
 
     @pytest.mark.parametrize(("label", "piece"), _cases(), ids=[c[0] for c in _cases()])
     def test_linear(self, label: str, piece: str) -> None:
-        """3x the text costs at most 3.5x, and under the budget per MB."""
+        """3x the text costs at most 5x."""
         small = _cost(REDACTOR.redact_text, _fill(piece, SMALL))
         large = _cost(REDACTOR.redact_text, _fill(piece, LARGE))
-        assert large <= BUDGET_PER_MB * LARGE / (1 << 20), f"{large:.3f} s"
         if large > FLOOR:
-            assert large <= 3.5 * max(small, FLOOR / 3), f"{small:.3f} s -> {large:.3f} s"
+            assert large <= GROWTH * max(small, FLOOR / 3), f"{small:.3f} s -> {large:.3f} s"
 
     def test_every_rule_is_covered(self) -> None:
         """The cases are generated from every rule of the rules file."""
