@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
 __all__ = ["render", "render_text", "to_json", "to_sarif"]
 
-_SARIF_LEVEL = {"error": "error", "warning": "warning", "note": "note"}
 _SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
@@ -28,45 +27,11 @@ def render(
 ) -> None:
     """Write the report to `stream` as `text`, `json` or `sarif` (notes listed when verbose)."""
     if fmt == "json":
-        stream.write(pretty_json(to_json(report)) + "\n")
+        stream.write(json.dumps(to_json(report), indent=2, sort_keys=True) + "\n")
     elif fmt == "sarif":
-        stream.write(pretty_json(to_sarif(report)) + "\n")
+        stream.write(json.dumps(to_sarif(report), indent=2, sort_keys=True) + "\n")
     else:
         render_text(report, stream, color=color, verbose=verbose)
-
-
-_SCALAR_TYPES = (str, int, float, bool, type(None))
-_FLAT: dict[int, tuple[json.JSONEncoder, json.JSONEncoder]] = {}  # per level: object, array
-
-
-def _flat_encoders(level: int) -> tuple[json.JSONEncoder, json.JSONEncoder]:
-    encoders = _FLAT.get(level)
-    if encoders is None:
-        separators = (",\n" + "  " * (level + 1), ": ")
-        encoders = (json.JSONEncoder(sort_keys=True, separators=separators),
-                    json.JSONEncoder(separators=separators))
-        _FLAT[level] = encoders
-    return encoders
-
-
-def pretty_json(value: object, level: int = 0) -> str:
-    """`json.dumps(value, indent=2, sort_keys=True)`, byte for byte, with each object or
-    array of scalars written by the C encoder (a report holds thousands of findings)."""
-    inner = "\n" + "  " * (level + 1)
-    if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
-        if all(isinstance(v, _SCALAR_TYPES) for v in value.values()):
-            body = _flat_encoders(level)[0].encode(value)[1:-1]
-        else:
-            body = ("," + inner).join(f"{json.dumps(k)}: {pretty_json(value[k], level + 1)}"
-                                      for k in sorted(value))
-        return "{" + inner + body + "\n" + "  " * level + "}"
-    if isinstance(value, (list, tuple)) and value:
-        if all(isinstance(v, _SCALAR_TYPES) for v in value):
-            body = _flat_encoders(level)[1].encode(value)[1:-1]
-        else:
-            body = ("," + inner).join(pretty_json(v, level + 1) for v in value)
-        return "[" + inner + body + "\n" + "  " * level + "]"
-    return json.dumps(value, sort_keys=True, indent=2)
 
 
 def to_json(report: Report) -> dict[str, object]:
@@ -111,7 +76,7 @@ def to_sarif(report: Report) -> dict[str, object]:
             "shortDescription": {"text": rule.summary},
             "fullDescription": {"text": f"{rule.summary}; {rule.fix}"},
             "help": {"text": rule.fix},
-            "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity]},
+            "defaultConfiguration": {"level": rule.severity},
             "properties": {"tags": ["security", rule.category] if rule.category in
                            ("secret", "leak") else [rule.category]},
         })
@@ -128,7 +93,7 @@ def to_sarif(report: Report) -> dict[str, object]:
         result: dict[str, object] = {
             "ruleId": issue.rule,
             "ruleIndex": index[issue.rule],
-            "level": _SARIF_LEVEL[issue.level],
+            "level": issue.level,
             "message": {"text": f"{text}. {rule.fix}"},
             "locations": [{
                 "physicalLocation": {
@@ -265,9 +230,6 @@ def _singular(name: str, count: int) -> str:
     return name[:-1] if count == 1 and name.endswith("s") else name
 
 
-_count = counted
-
-
 def _reason_kind(reason: str) -> str:
     """A skip reason without its particulars (sizes), for counting."""
     return reason.split(" (", 1)[0].split(":", 1)[0]
@@ -277,7 +239,7 @@ def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
     listed = list(issues)
     levels = Counter(issue.level for issue in listed)
     files = len({issue.path for issue in listed})
-    parts = [f"{report.command}: {_count(report.files, 'file')} read"]
+    parts = [f"{report.command}: {counted(report.files, 'file')} read"]
     if report.formats:
         kinds = ", ".join(f"{count} {_singular(_FORMAT_NAMES.get(name, name), count)}"
                           for name, count in sorted(report.formats.items()))
@@ -288,8 +250,8 @@ def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
             f"{count} {reason}" for reason, count in sorted(reasons.items())) + ")"
     if listed:
         parts.append(
-            f"{_count(levels['error'], 'error')}, {_count(levels['warning'], 'warning')}, "
-            f"{_count(levels['note'], 'note')} in {_count(files, 'file')}"
+            f"{counted(levels['error'], 'error')}, {counted(levels['warning'], 'warning')}, "
+            f"{counted(levels['note'], 'note')} in {counted(files, 'file')}"
         )
     else:
         parts.append("no findings")
@@ -297,7 +259,6 @@ def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
         parts.append(f"{report.allowed} allowlisted")
     if report.problems:
         parts.append(f"{len(report.problems)} unreadable")
-    if report.problems:
         verdict = "unreadable input (exit 2)"
     elif report.has_findings:
         verdict = "findings (exit 0 because of --exit-zero)" if report.exit_zero \
