@@ -37,9 +37,9 @@ from ..recordings._cassettes import Interaction, Recording
 from ..recordings._classify import RECORDING_SUFFIXES, inner_suffix, is_large
 from ..recordings._readers import RECORDING_FORMATS
 from ..secrets._run_secrets import mask
-from ._check import Checker, CheckerSpec, Target, Unreadable, begin
-from ._issues import InputProblem, Issue, Report
-from ._parallel import Outcome, run_files
+from ._check import Checker, CheckerSpec, Target, begin
+from ._issues import Issue, Report
+from ._parallel import Outcome, read_into
 
 __all__ = ["Auditor", "audit_paths", "expired_issues", "load_unused_files"]
 
@@ -336,12 +336,7 @@ def audit_one(auditor: Auditor, target: Target) -> Outcome:
     """The outcome of auditing one file, with the keys and fixture files it adds for the
     tree-wide checks (in this process or a worker)."""
     auditor.keys, auditor.fixture_files = {}, []
-    try:
-        issues, fmt = auditor.audit_target(target)
-    except Unreadable as exc:
-        return Outcome(target.display, unreadable=exc.problem)
-    except FixtureFormatError as exc:
-        return Outcome(target.display, problem=exc.problem)
+    issues, fmt = auditor.audit_target(target)
     return Outcome(target.display, fmt, issues, extra=(auditor.keys, auditor.fixture_files),
                    allowed=auditor.checker.suppressed)
 
@@ -372,17 +367,9 @@ def audit_paths(
     found: list[Issue] = []
     by_display = {target.display: target for target in targets}
     recordings: list[Target] = []  # files holding recorded calls, for their age
-    for outcome in run_files(targets, functools.partial(audit_one, worker), jobs=jobs,
-                             factory=factory, progress=progress):
-        if outcome.unreadable is not None:
-            report.skip(outcome.display, outcome.unreadable, finding=True)
-            continue
-        if outcome.problem is not None:
-            report.problems.append(InputProblem(outcome.display, outcome.problem))
-            continue
+    for outcome in read_into(report, targets, functools.partial(audit_one, worker), factory,
+                             jobs=jobs, progress=progress):
         found.extend(outcome.issues)
-        report.read(outcome.display, outcome.format or "text")
-        report.allowed += outcome.allowed  # inline pragmas
         if outcome.format in _AGED_FORMATS and outcome.display in by_display:
             recordings.append(by_display[outcome.display])
         keys, fixture_files = outcome.extra

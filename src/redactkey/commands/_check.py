@@ -25,7 +25,6 @@ from ..recordings._cassettes import LineMap, Recording, resolve_pointer
 from ..recordings._classify import (
     RECORDING_SUFFIXES,
     Target,
-    Unreadable,
     is_large,
     looks_like_recording,
     open_target,
@@ -47,16 +46,14 @@ from ..scan._vocabulary import COOKIE_HEADERS
 from ..secrets._run_secrets import RunSecrets
 from ._baseline import Baseline
 from ._check_sites import LineCounter, header_issues, last_name, stream_issues
-from ._issues import InputProblem, Issue, Report, value_tag
-from ._parallel import Outcome, run_files
+from ._issues import Issue, Report, value_tag
+from ._parallel import Outcome, read_into
 
 __all__ = [
-    "STRUCTURED_SUFFIXES",
     "Baseline",
     "Checker",
     "CheckerSpec",
     "Target",
-    "Unreadable",
     "begin",
     "build_redactor",
     "check_one",
@@ -73,8 +70,6 @@ def _made_up(value: str) -> bool:
     """Whether a finding's value (or its credential without an auth scheme) looks made up."""
     trimmed = value.strip().lstrip("`('\"").rstrip("`)'\".,;:")
     return made_up(trimmed) or made_up(AUTH_SCHEMES.sub("", trimmed).strip())
-
-STRUCTURED_SUFFIXES = RECORDING_SUFFIXES
 
 
 def begin(paths: Sequence[str], command: str, *, strict: bool = False
@@ -133,6 +128,10 @@ class CheckerSpec:
         checker.tagging = self.tagging
         checker.spec = self
         return checker
+
+    def work(self, one: Callable[[Checker, Target], Outcome]) -> Callable[[Target], Outcome]:
+        """`one` over a checker built here (a worker process's work)."""
+        return functools.partial(one, self.build())
 
 
 # An inline suppression on the line of a finding: ours, detect-secrets' and gitleaks'.
@@ -413,18 +412,9 @@ def _inline(issues: list[Issue], text: str) -> list[Issue]:
 
 def check_one(checker: Checker, target: Target) -> Outcome:
     """The outcome of checking one file (in this process or a worker)."""
-    try:
-        issues, recording = checker.check_target(target)
-    except Unreadable as exc:
-        return Outcome(target.display, unreadable=exc.problem)
-    except FixtureFormatError as exc:
-        return Outcome(target.display, problem=exc.problem)
+    issues, recording = checker.check_target(target)
     return Outcome(target.display, recording.format if recording is not None else "text",
                    issues, allowed=checker.suppressed)
-
-
-def _check_work(spec: CheckerSpec) -> Callable[[Target], Outcome]:
-    return functools.partial(check_one, spec.build())
 
 
 def check_paths(
@@ -438,18 +428,9 @@ def check_paths(
     """Run `redact check` over files and directories (`jobs` worker processes); findings
     in `baseline` are passed over (counted as allowed)."""
     report, targets = begin(paths, "check", strict=checker.strict)
-    factory = functools.partial(_check_work, checker.spec) if checker.spec is not None \
-        else None
-    for outcome in run_files(targets, functools.partial(check_one, checker), jobs=jobs,
-                             factory=factory, progress=progress):
-        if outcome.unreadable is not None:
-            report.skip(outcome.display, outcome.unreadable, finding=True)
-            continue
-        if outcome.problem is not None:
-            report.problems.append(InputProblem(outcome.display, outcome.problem))
-            continue
-        report.read(outcome.display, outcome.format or "text")
-        report.allowed += outcome.allowed  # inline pragmas
+    factory = None if checker.spec is None else functools.partial(checker.spec.work, check_one)
+    for outcome in read_into(report, targets, functools.partial(check_one, checker), factory,
+                             jobs=jobs, progress=progress):
         for issue in outcome.issues:
             if checker.allowlisted(issue) or (baseline is not None and issue in baseline):
                 report.allowed += 1

@@ -21,6 +21,7 @@ saves. Without `--jobs`, the command uses the cores the load average leaves free
 
 from __future__ import annotations
 
+import functools
 import gc
 import multiprocessing
 import os
@@ -30,10 +31,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..recordings._classify import Target
-from ._issues import Issue
+from .._errors import FixtureFormatError
+from ..recordings._classify import Target, Unreadable
+from ._issues import InputProblem, Issue, Report
 
-__all__ = ["MIN_PARALLEL_FILES", "Outcome", "cores", "default_jobs", "run_files",
+__all__ = ["MIN_PARALLEL_FILES", "Outcome", "cores", "default_jobs", "read_into", "run_files",
            "start_method"]
 
 # Below this many files the work stays in the calling process.
@@ -92,7 +94,18 @@ _WORKER: dict[str, Work] = {}
 
 
 def _start(factory: Callable[[], Work]) -> None:
-    _WORKER["work"] = factory()
+    _WORKER["work"] = functools.partial(_guarded, factory())
+
+
+def _guarded(work: Work, target: Target) -> Outcome:
+    """`work(target)`, or why the file was not read: `Unreadable` (over a cap, corrupt) is
+    skipped with a finding, `FixtureFormatError` (cannot be opened) a problem."""
+    try:
+        return work(target)
+    except Unreadable as exc:
+        return Outcome(target.display, unreadable=exc.problem)
+    except FixtureFormatError as exc:
+        return Outcome(target.display, problem=exc.problem)
 
 
 def _chunk(targets: Sequence[Target]) -> list[Outcome]:
@@ -125,6 +138,7 @@ def run_files(
     started (a pending task is cancelled and run here), so with `-j 2` one worker and
     this process share the files, and nothing is done twice."""
     shown: Iterable[Target] = progress(targets) if progress is not None else targets
+    work = functools.partial(_guarded, work)
     if jobs <= 1 or factory is None or len(targets) < MIN_PARALLEL_FILES:
         for target in shown:
             yield work(target)
@@ -168,3 +182,20 @@ def run_files(
         _WORKER.pop("work", None)
         if method == "fork" and gc.get_freeze_count():
             gc.unfreeze()
+
+
+def read_into(report: Report, targets: Sequence[Target], work: Work,
+              factory: Callable[[], Work] | None, *, jobs: int,
+              progress: Progress | None) -> Iterator[Outcome]:
+    """The outcomes of the files read (`run_files`), each noted in `report` with its format
+    and the findings its inline pragmas passed over; a file not read is noted as skipped
+    (with an `unreadable-file` finding), one that cannot be opened as a problem."""
+    for outcome in run_files(targets, work, jobs=jobs, factory=factory, progress=progress):
+        if outcome.unreadable is not None:
+            report.skip(outcome.display, outcome.unreadable, finding=True)
+        elif outcome.problem is not None:
+            report.problems.append(InputProblem(outcome.display, outcome.problem))
+        else:
+            report.read(outcome.display, outcome.format or "text")
+            report.allowed += outcome.allowed
+            yield outcome

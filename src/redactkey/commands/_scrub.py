@@ -43,7 +43,7 @@ from ..recordings._classify import inner_suffix
 from ..recordings._limits import OverCap, bounded_decompress, bounded_gunzip
 from ..recordings._readers import TEXT_DIALECTS, file_stream, header_sites, write_stream
 from ..scan._vocabulary import COOKIE_HEADERS
-from ._check import Checker, CheckerSpec, Target, Unreadable, begin, streams_of
+from ._check import Checker, Target, begin, streams_of
 from ._inplace import (
     NotInPlace,
     applied,
@@ -53,7 +53,7 @@ from ._inplace import (
     json_container,
 )
 from ._issues import InputProblem, Issue, Report, counted
-from ._parallel import Outcome, run_files
+from ._parallel import Outcome, read_into
 
 _REDACTED_NOTE = "rewritten with the findings redacted"
 # the formats of a stream saved as a file of its own
@@ -503,17 +503,9 @@ def scrub_one(checker: Checker, target: Target) -> Outcome:
     format it was read as and the `unreadable-file` findings of parts not read."""
     try:
         change, fmt, unreadable = _plan(target, checker)
-    except Unreadable as exc:
-        return Outcome(target.display, unreadable=exc.problem)
-    except FixtureFormatError as exc:
-        return Outcome(target.display, problem=exc.problem)
     except OSError as exc:  # changed or removed while being read
         return Outcome(target.display, problem=f"cannot be read: {exc.strerror or exc}")
     return Outcome(target.display, fmt, unreadable, extra=change)
-
-
-def _scrub_work(spec: CheckerSpec) -> Callable[[Target], Outcome]:
-    return functools.partial(scrub_one, spec.build())
 
 
 def plan_paths(
@@ -529,18 +521,10 @@ def plan_paths(
     made in `jobs` worker processes, the files written by this one, in the walk's order."""
     report, targets = begin(paths, "scrub" if write else "scrub (dry run)",
                             strict=checker.strict)
-    factory = functools.partial(_scrub_work, checker.spec) if checker.spec is not None \
-        else None
+    factory = None if checker.spec is None else functools.partial(checker.spec.work, scrub_one)
     written: dict[str, str] = {}  # real path -> the name it was scrubbed under
-    for outcome in run_files(targets, functools.partial(scrub_one, checker), jobs=jobs,
-                             factory=factory, progress=progress):
-        if outcome.unreadable is not None:
-            report.skip(outcome.display, outcome.unreadable, finding=True)
-            continue
-        if outcome.problem is not None:
-            report.problems.append(InputProblem(outcome.display, outcome.problem))
-            continue
-        report.read(outcome.display, outcome.format or "text")
+    for outcome in read_into(report, targets, functools.partial(scrub_one, checker), factory,
+                             jobs=jobs, progress=progress):
         report.issues.extend(outcome.issues)
         change: Change | None = outcome.extra
         if change is None:
