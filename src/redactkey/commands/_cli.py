@@ -14,28 +14,28 @@ from pathlib import Path
 
 import click
 
-from .._errors import InputError, RedactkeyError
+from .._errors import RedactkeyError
 from ..fixtures._store import atomic_write
 from ..keys._canonical import canonicalize
 from ..keys._keys import key_from_material, key_material, stored_request
-from ..record._config import Config, load_config
+from ..record._config import load_config
 from ..redact._redactor import MAX_NESTING, nesting_exceeds
 from ._check import Baseline, Checker, CheckerSpec, build_redactor, check_paths, progress_bar
 from ._cli_options import (
     _COLOR,
     _CONFIG,
-    _EXIT_ZERO,
-    _FORMAT,
     _JOBS,
-    _OUTPUT,
     _SECRET_ENV,
     _STRICT,
     _VERBOSE,
     InputFailure,
+    environment_redactor,
+    input_failures,
+    report_options,
+    warn,
 )
 from ._cli_review import diff_command, git_setup, show
 from ._issues import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Report, counted
-from ._parallel import default_jobs
 from ._render import render
 
 __all__ = ["main", "run"]
@@ -82,10 +82,8 @@ def cli() -> None:
 def canon() -> None:
     """Canonicalise JSON from stdin (RFC 8785) to stdout."""
     value = _read_json_stdin()
-    try:
+    with input_failures():
         data = canonicalize(value)
-    except InputError as exc:
-        raise InputFailure(str(exc)) from None
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
 
@@ -93,21 +91,12 @@ def canon() -> None:
 # --- check / audit / scrub ----------------------------------------------------------
 
 
-def _setup(config_path: Path | None, secret_env: Sequence[str],
-           *, extra_keys: Sequence[str] = (), normalise: bool = True,
-           strict: bool = False, pieces: bool = True) -> tuple[Config, Checker]:
-    try:
-        config = load_config(explicit=config_path)
-        if extra_keys:
-            config = config.model_copy(
-                update={"sensitive_keys": (*config.sensitive_keys, *extra_keys)})
-        redactor = build_redactor(config, secret_env=secret_env,
-                                  warn=lambda text: click.echo(f"redact: {text}", err=True))
-    except RedactkeyError as exc:
-        raise InputFailure(str(exc)) from None
+def _setup(config_path: Path | None, secret_env: Sequence[str], *, normalise: bool = True,
+           strict: bool = False, pieces: bool = True) -> Checker:
+    config, redactor = environment_redactor(config_path, secret_env)
     checker = Checker(redactor, config, normalise=normalise, strict=strict, pieces=pieces)
     checker.spec = CheckerSpec(config, tuple(secret_env), normalise, strict, pieces=pieces)
-    return config, checker
+    return checker
 
 
 def _emit(report: Report, fmt: str, output: Path | None, color: bool | None,
@@ -149,31 +138,19 @@ def key(kind: str, material: bool, redact: bool, secret_env: tuple[str, ...],
             f"stdin: request nested deeper than {MAX_NESTING} levels; no request needs that, "
             "pass the request document itself"
         )
-    try:
+    with input_failures():
         config = load_config(explicit=config_path)
-        redactor = build_redactor(
-            config, secret_env=secret_env,
-            warn=lambda text: click.echo(f"redact: {text}", err=True),
-        ) if redact else None
+        redactor = build_redactor(config, secret_env=secret_env, warn=warn) if redact else None
         request = stored_request(kind, request)
         document = key_material(kind, request, spec=config.key_spec(kind), redactor=redactor)
         out = canonicalize(document) if material else key_from_material(document).encode()
-    except RedactkeyError as exc:
-        raise InputFailure(str(exc)) from None
     sys.stdout.buffer.write(out + b"\n")
     sys.stdout.buffer.flush()
 
 
 @cli.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=str))
-@_FORMAT
-@_SECRET_ENV
-@_CONFIG
-@_OUTPUT
-@_COLOR
-@_EXIT_ZERO
-@_STRICT
-@_JOBS
+@report_options
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None,
               help="Report only findings not in this baseline (written by --write-baseline).")
@@ -183,7 +160,7 @@ def key(kind: str, material: bool, redact: bool, secret_env: tuple[str, ...],
                    "never values) and exit 0.")
 def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
           config_path: Path | None, output: Path | None, color: bool | None,
-          exit_zero: bool, strict: bool, jobs: int | None, baseline_path: Path | None,
+          exit_zero: bool, strict: bool, jobs: int, baseline_path: Path | None,
           write_baseline: Path | None) -> int:
     """Find unredacted secrets in FILES (fixtures, cassettes, any text): the pre-commit hook.
 
@@ -195,21 +172,18 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
         raise click.UsageError("give the files or directories to check")
     # JSON as parsed (the fast path of a pre-commit hook): the redactor opens bodies held
     # in strings itself; encoded bodies are still probed within the caps
-    _config, checker = _setup(config_path, secret_env, normalise=False, strict=strict)
+    checker = _setup(config_path, secret_env, normalise=False, strict=strict)
     baseline = None
     if baseline_path is not None or write_baseline is not None:
         checker.tagging = True
         if checker.spec is not None:
             checker.spec = dataclasses.replace(checker.spec, tagging=True)
     if baseline_path is not None and write_baseline is None:
-        try:
+        with input_failures():
             baseline = Baseline.load(baseline_path)
-        except RedactkeyError as exc:
-            raise InputFailure(str(exc)) from None
     with progress_bar(color) as advance:
         # writing a baseline records every current finding, the baselined ones too
-        report = check_paths(files, checker, progress=advance, baseline=baseline,
-                             jobs=jobs if jobs is not None else default_jobs())
+        report = check_paths(files, checker, progress=advance, baseline=baseline, jobs=jobs)
     if write_baseline is not None and not report.problems:
         accepted = Baseline.of(report.issues)
         try:
@@ -225,15 +199,8 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@_FORMAT
-@_SECRET_ENV
-@_CONFIG
-@_OUTPUT
-@_COLOR
+@report_options
 @_VERBOSE
-@_EXIT_ZERO
-@_STRICT
-@_JOBS
 @click.option("--run-report", "run_report", type=click.Path(dir_okay=False, path_type=Path),
               default=None,
               help="A run report (.redactkey-report.json from the pytest plugin): the fixtures "
@@ -243,7 +210,7 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
                    "expired-fixture (mtime outside git).")
 def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
           config_path: Path | None, output: Path | None, color: bool | None,
-          verbose: bool, exit_zero: bool, strict: bool, jobs: int | None,
+          exit_zero: bool, strict: bool, jobs: int, verbose: bool,
           run_report: Path | None, max_age: str | None) -> int:
     """Audit fixture directories and recorded-HTTP cassettes under PATHS.
 
@@ -261,18 +228,15 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
             age_limit = parse_duration(max_age)
         except RedactkeyError as exc:
             raise click.UsageError(f"--max-age: {exc}") from None
-    _config, checker = _setup(config_path, secret_env, strict=strict)
+    checker = _setup(config_path, secret_env, strict=strict)
     from ._audit import audit_paths, load_unused_files  # jsonschema: only for the audit
 
     unused: frozenset[Path] = frozenset()
     if run_report is not None:
-        try:
+        with input_failures():
             unused = load_unused_files(run_report)
-        except RedactkeyError as exc:
-            raise InputFailure(str(exc)) from None
     with progress_bar(color) as advance:
-        report = audit_paths(paths, checker, unused=unused, progress=advance,
-                             jobs=jobs if jobs is not None else default_jobs(),
+        report = audit_paths(paths, checker, unused=unused, progress=advance, jobs=jobs,
                              max_age=age_limit)
     return _emit(report, fmt, output, color, verbose, exit_zero)
 
@@ -292,7 +256,7 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
                    "what would be or remains scrubbed); the lines of the text report go "
                    "to stderr.")
 def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
-          config_path: Path | None, color: bool | None, strict: bool, jobs: int | None,
+          config_path: Path | None, color: bool | None, strict: bool, jobs: int,
           fmt: str) -> int:
     """Redact fixtures and cassettes under PATHS in place (a dry run unless --write).
 
@@ -306,15 +270,14 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
 
     # scrub rewrites what the audit reports as an error or a warning, in the same words;
     # it rewrites a file whole, so one over the whole-read bound is refused
-    _config, checker = _setup(config_path, secret_env, strict=strict, pieces=False)
+    checker = _setup(config_path, secret_env, strict=strict, pieces=False)
     as_json = fmt == "json"
 
     def echo(line: str) -> None:
         click.echo(line, err=as_json)
 
     with progress_bar(color) as advance:
-        report = plan_paths(paths, checker, write=write, echo=echo, progress=advance,
-                            jobs=jobs if jobs is not None else default_jobs())
+        report = plan_paths(paths, checker, write=write, echo=echo, progress=advance, jobs=jobs)
     if as_json:
         return _emit(report, "json", None, color)
     for problem in report.problems:
@@ -355,10 +318,8 @@ def prune(run_report: Path, write: bool, force: bool) -> int:
     """
     from ._prune import plan_prune
 
-    try:
+    with input_failures():
         plan = plan_prune(run_report, force=force)
-    except RedactkeyError as exc:
-        raise InputFailure(str(exc)) from None
     shown_roots = ", ".join(_relative(root) for root in plan.roots) or "none"
     click.echo(f"prune: {run_report} (fixture roots: {shown_roots})")
     if plan.blocked:
@@ -418,8 +379,8 @@ def migrate(sources: tuple[str, ...], to: Path, write: bool, verbose: bool,
         raise click.UsageError(f"--to {to}: not a directory")
     from ._migrate import migrate as run_migration
 
-    _config, checker = _setup(config_path, secret_env)
-    plan = run_migration(sources, to, checker.redactor, write=write)
+    _config, redactor = environment_redactor(config_path, secret_env)
+    plan = run_migration(sources, to, redactor, write=write)
     detail = verbose or plan.interactions <= 50
     if detail:
         for path, reason in plan.skipped:
@@ -433,7 +394,7 @@ def migrate(sources: tuple[str, ...], to: Path, write: bool, verbose: bool,
                              + ", ".join(item.volatile))
             verb = "wrote" if write else "write"
             click.echo(f"{verb} {_relative(item.target)}{replaces} <- {item.source}: "
-                       f"{item.method} {checker.redactor.redact_url(item.url)}{stream}"
+                       f"{item.method} {redactor.redact_url(item.url)}{stream}"
                        f"{redacted}")
         for source, why, _key in plan.duplicates:
             click.echo(f"duplicate {source}: {why}; not written")

@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from .._errors import RedactkeyError
-from ..record._config import Config, load_config
-from ..redact._redactor import Redactor
-from ._check import build_redactor
-from ._cli_options import _CONFIG, _SECRET_ENV, InputFailure
+from ._cli_options import _CONFIG, _SECRET_ENV, InputFailure, environment_redactor, input_failures
 
 __all__ = ["diff_command", "git_setup", "show"]
-
-
-def _quiet_redactor(config_path: Path | None, secret_env: Sequence[str],
-                    quiet: bool) -> tuple[Config, Redactor]:
-    """The configuration and a redactor over the environment's secrets; `quiet` for git's
-    drivers, which run once per file (a skipped variable is said by the other commands)."""
-    try:
-        config = load_config(explicit=config_path)
-        return config, build_redactor(config, secret_env=secret_env, warn=None if quiet else
-                                      lambda text: click.echo(f"redact: {text}", err=True))
-    except RedactkeyError as exc:
-        raise InputFailure(str(exc)) from None
 
 
 @click.command()
@@ -51,7 +35,7 @@ def show(files: tuple[str, ...], plain: bool, fmt: str, textconv: bool,
         raise click.UsageError("give the recordings to show")
     from ._show import run_show
 
-    _config, redactor = _quiet_redactor(config_path, secret_env, textconv)
+    _config, redactor = environment_redactor(config_path, secret_env, quiet=textconv)
     rich = fmt == "text" and not (plain or textconv) and sys.stdout.isatty()
     return run_show(files, fmt=fmt, rich=rich, textconv=textconv, redactor=redactor,
                     echo=click.echo, complain=lambda text: click.echo(f"redact show: {text}",
@@ -84,7 +68,7 @@ def diff_command(files: tuple[str, ...], everything: bool, ignore: tuple[str, ..
     from ..fixtures._verify import VerifyRules
     from ._diff import run_diff
 
-    config, redactor = _quiet_redactor(config_path, secret_env, git)
+    config, redactor = environment_redactor(config_path, secret_env, quiet=git)
     settings = config.verify
     try:
         rules = VerifyRules(ignore=(*settings.ignore, *ignore), exact=settings.exact,
@@ -109,7 +93,5 @@ def git_setup(paths: tuple[str, ...], external: bool) -> int:
     """
     from ._gitsetup import git_setup as setup
 
-    try:
+    with input_failures():
         return setup(paths, "external" if external else "textconv", click.echo)
-    except RedactkeyError as exc:
-        raise InputFailure(str(exc)) from None
