@@ -40,6 +40,7 @@ from ..secrets._run_secrets import mask
 from ._check import Checker, CheckerSpec, Target, begin
 from ._issues import Issue, Report
 from ._parallel import Outcome, read_into
+from ._prune import read_run_report
 
 __all__ = ["Auditor", "audit_paths", "expired_issues", "load_unused_files"]
 
@@ -310,24 +311,7 @@ def _http_cassette(display: str, cassette: Recording) -> list[Issue]:
 def load_unused_files(path: Path) -> frozenset[Path]:
     """Fixture files a run report (`.redactkey-report.json`, written by the pytest plugin)
     lists as unused, resolved against the report's directory."""
-    if path.exists() and not path.is_file():  # a FIFO or device would block or never end
-        raise FixtureFormatError(str(path), "not a regular file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FixtureFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise FixtureFormatError(str(path), f"not valid JSON: {exc}") from None
-    except RecursionError:
-        raise FixtureFormatError(str(path), "JSON nested too deeply") from None
-    if not isinstance(data, dict) or data.get("version") != 1:
-        raise FixtureFormatError(
-            str(path), "not a redactkey run report of version 1 (write one with pytest "
-            "--redactkey-report)")
-    unused = data.get("unused")
-    if not isinstance(unused, list) or not all(isinstance(item, str) for item in unused):
-        raise FixtureFormatError(str(path), "its `unused` entry must be a list of paths",
-                                 pointer="/unused")
+    (unused,) = read_run_report(path, "unused")
     base = path.resolve().parent
     return frozenset((base / item).resolve() for item in unused)
 

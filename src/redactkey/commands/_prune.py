@@ -21,7 +21,7 @@ from pathlib import Path
 from .._errors import FixtureFormatError
 from ..fixtures._store import contained, kind_for_file_name
 
-__all__ = ["PrunePlan", "plan_prune"]
+__all__ = ["PrunePlan", "plan_prune", "read_run_report"]
 
 
 @dataclass
@@ -34,7 +34,6 @@ class PrunePlan:
     project: Path  # the report's directory: nothing outside it is ever deleted
     delete: list[Path] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
-    already_gone: list[Path] = field(default_factory=list)
 
     @property
     def blocked(self) -> bool:
@@ -56,39 +55,30 @@ class PrunePlan:
         return failed
 
 
-def _load(report: Path) -> dict[str, object]:
-    if report.exists() and not report.is_file():
+def read_run_report(report: Path, *names: str) -> list[list[str]]:
+    """The lists `names` of a run report (`.redactkey-report.json`, written by the pytest
+    plugin or `RunReport.write`), each required; `FixtureFormatError` naming the file."""
+    if report.exists() and not report.is_file():  # a FIFO or device would block or never end
         raise FixtureFormatError(str(report), "not a regular file")
     try:
         data = json.loads(report.read_text(encoding="utf-8"))
     except OSError as exc:
         raise FixtureFormatError(str(report), f"cannot be read: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         raise FixtureFormatError(str(report), f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise FixtureFormatError(str(report), "JSON nested too deeply") from None
     if not isinstance(data, dict) or data.get("version") != 1:
         raise FixtureFormatError(str(report), "not a redactkey run report of version 1 (write "
                                  "one with pytest --redactkey-report)", pointer="/version")
-    return data
-
-
-def _strings(data: dict[str, object], name: str, report: Path) -> list[str] | None:
-    value = data.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise FixtureFormatError(str(report), f"`{name}` must be a list of strings",
-                                 pointer=f"/{name}")
-    return list(value)
-
-
-def _stores(data: dict[str, object]) -> set[str]:
-    stores: set[str] = set()
-    for outcome in ("replayed", "recorded", "missing"):
-        events = data.get(outcome)
-        for event in events if isinstance(events, list) else []:
-            if isinstance(event, dict) and isinstance(event.get("store"), str):
-                stores.add(event["store"])
-    return stores
+    lists: list[list[str]] = []
+    for name in names:
+        value = data.get(name)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise FixtureFormatError(str(report), f"`{name}` must be a list of strings; run "
+                                     "the suite again to write a new report", pointer=f"/{name}")
+        lists.append(value)
+    return lists
 
 
 def _inside(path: Path, roots: list[Path]) -> bool:
@@ -98,20 +88,8 @@ def _inside(path: Path, roots: list[Path]) -> bool:
 def plan_prune(report: str | os.PathLike[str], *, force: bool = False) -> PrunePlan:
     """The plan for a run report: which unused fixtures may go, which are refused."""
     where = Path(report)
-    data = _load(where)
+    unused, roots_named, partial = read_run_report(where, "unused", "fixture_dirs", "partial")
     base = where.resolve().parent
-    unused = _strings(data, "unused", where)
-    if unused is None:
-        raise FixtureFormatError(str(where), "the report has no `unused` list", pointer="/unused")
-    roots_named = _strings(data, "fixture_dirs", where)
-    partial = _strings(data, "partial", where)
-    reasons = list(partial or [])
-    if partial is None:
-        reasons.append("the report does not say whether the run was complete (written by an "
-                       "older redactkey); run the suite again")
-    if roots_named is None:
-        # older reports: the stores its calls used are the only roots it names
-        roots_named = sorted(_stores(data))
     roots: list[Path] = []
     refused: list[tuple[str, str]] = []
     for root in roots_named:
@@ -121,25 +99,22 @@ def plan_prune(report: str | os.PathLike[str], *, force: bool = False) -> PruneP
         else:
             refused.append((root, f"a fixture root outside the project that holds the "
                                   f"report ({base}); not a root"))
-    plan = PrunePlan(where, roots, [] if force else reasons, base, refused=refused)
+    plan = PrunePlan(where, roots, [] if force else partial, base, refused=refused)
     for item in unused:
         candidate = base / item
-        shown = item
         try:
             resolved = candidate.resolve()
         except (OSError, RuntimeError):
-            plan.refused.append((shown, "cannot be resolved"))
+            plan.refused.append((item, "cannot be resolved"))
             continue
         if candidate.is_symlink():
-            plan.refused.append((shown, "a symbolic link"))
+            plan.refused.append((item, "a symbolic link"))
         elif not _inside(resolved, roots):
-            plan.refused.append((shown, "outside the fixture roots the report names"))
+            plan.refused.append((item, "outside the fixture roots the report names"))
         elif kind_for_file_name(resolved.name) is None:
-            plan.refused.append((shown, "not a fixture file name"))
-        elif not resolved.exists():
-            plan.already_gone.append(resolved)
-        elif not resolved.is_file():
-            plan.refused.append((shown, "not a regular file"))
-        else:
+            plan.refused.append((item, "not a fixture file name"))
+        elif resolved.exists() and not resolved.is_file():
+            plan.refused.append((item, "not a regular file"))
+        elif resolved.exists():
             plan.delete.append(resolved)
     return plan
