@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote
 
 from .._errors import FixtureFormatError
@@ -42,18 +43,19 @@ from ..recordings._readers import (
 from ..redact._redactor import Redactor, shown_pointer
 from ..scan._placeholders import AUTH_SCHEMES, looks_redacted, made_up
 from ..scan._rules import NEAR_MISS_RULES
-from ..scan._vocabulary import COOKIE_HEADERS
 from ..secrets._run_secrets import RunSecrets
 from ._baseline import Baseline
-from ._check_sites import LineCounter, header_issues, last_name, stream_issues
+from ._check_sites import LineCounter, header_issues, named_rule, stream_issues
 from ._issues import Issue, Report, value_tag
 from ._parallel import Outcome, read_into
 
 __all__ = [
+    "MISSING",
     "Baseline",
     "Checker",
     "CheckerSpec",
     "Target",
+    "at_pointer",
     "begin",
     "build_redactor",
     "check_one",
@@ -95,17 +97,28 @@ def streams_of(recording: Recording) -> list[BodyStream]:
     return list(body_streams(recording))
 
 
-def _swap(document: object, pointer: str, value: object) -> object:
-    """Put `value` at `pointer` of a decoded document; returns what was there."""
+MISSING = object()
+
+
+def at_pointer(document: Any, pointer: str, value: Any = MISSING) -> Any:
+    """The value at `pointer` of a raw document (`MISSING` if none); with `value`, put it
+    there and return what was there."""
     tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    if not tokens:
+        return MISSING
     node = document
-    for token in tokens[:-1]:
-        node = node[int(token)] if isinstance(node, list) else node[token]  # type: ignore[index]
-    last = tokens[-1]
-    key: int | str = int(last) if isinstance(node, list) else last
-    old = node[key]  # type: ignore[index]
-    node[key] = value  # type: ignore[index]
-    return old
+    for token in tokens:
+        parent = node
+        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            key: Any = int(token)
+        elif isinstance(node, dict) and token in node:
+            key = token
+        else:
+            return MISSING
+        node = node[key]
+    if value is not MISSING:
+        parent[key] = value
+    return node
 
 
 @dataclass(frozen=True)
@@ -302,12 +315,12 @@ class Checker:
         issues: list[Issue] = []
         streams = streams_of(cassette)
         # a streamed body is read event by event (below), not as one text
-        held = [(stream, _swap(document, stream.pointer, "")) for stream in streams]
+        held = [(stream, at_pointer(document, stream.pointer, "")) for stream in streams]
         try:
             found = self.redactor.findings(document)
         finally:
             for stream, value in reversed(held):
-                _swap(document, stream.pointer, value)
+                at_pointer(document, stream.pointer, value)
         for stream in streams:
             issues.extend(stream_issues(self, cassette, display, stream))
         values: dict[str, JSONValue] = {}  # many findings in one value: it is looked up once
@@ -320,13 +333,7 @@ class Checker:
                     else value
                 if self.dismissed(finding.rule, segment, value):
                     continue
-            rule = finding.rule
-            slot = finding.slot
-            name = last_name(finding.pointer)
-            if rule == "sensitive-key":
-                if name.lower() in COOKIE_HEADERS:
-                    rule = "cookie"
-                slot = slot or name
+            rule, slot = named_rule(finding.rule, finding.slot, finding.pointer)
             offset = finding.start if isinstance(value, str) else None
             line = cassette.line_for(finding.pointer, offset)
             shown = (value[finding.start:finding.end] if finding.end > finding.start else value) \

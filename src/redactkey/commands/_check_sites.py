@@ -18,7 +18,7 @@ from ._issues import Issue
 if TYPE_CHECKING:
     from ._check import Checker
 
-__all__ = ["header_issues", "last_name", "stream_issues"]
+__all__ = ["header_issues", "named_rule", "stream_issues"]
 
 
 def _binary_line(recording: Recording, pointer: str, at: int) -> int:
@@ -39,12 +39,14 @@ def _binary_line(recording: Recording, pointer: str, at: int) -> int:
     return first
 
 
-def last_name(pointer: str) -> str:
-    """The last non-index token of a JSON pointer (a header or field name)."""
-    for token in reversed(pointer.split("/")[1:]):
-        if not token.isdigit():
-            return token.replace("~1", "/").replace("~0", "~")
-    return ""
+def named_rule(rule: str, slot: str | None, pointer: str) -> tuple[str, str | None]:
+    """A finding's rule and slot: a credential-named value is a `cookie` under a cookie
+    header, and the name it sits under (the last non-index token of the pointer) its slot."""
+    if rule != "sensitive-key":
+        return rule, slot
+    name = next((token.replace("~1", "/").replace("~0", "~")
+                 for token in reversed(pointer.split("/")[1:]) if not token.isdigit()), "")
+    return "cookie" if name.lower() in COOKIE_HEADERS else rule, slot or name
 
 
 class LineCounter:
@@ -116,12 +118,7 @@ def stream_issues(checker: Checker, recording: Recording, display: str, stream: 
             continue
         if isinstance(leaf, str) and checker.dismissed(finding.rule, segment, leaf):
             continue
-        rule, slot = finding.rule, finding.slot
-        name = last_name(inner)
-        if rule == "sensitive-key":
-            if name.lower() in COOKIE_HEADERS:
-                rule = "cookie"
-            slot = slot or name
+        rule, slot = named_rule(finding.rule, finding.slot, inner)
         if event.start >= 0:
             offset = event.start
             if segment and isinstance(body, str):

@@ -43,7 +43,7 @@ from ..recordings._classify import inner_suffix
 from ..recordings._limits import OverCap, bounded_decompress, bounded_gunzip
 from ..recordings._readers import TEXT_DIALECTS, file_stream, header_sites, write_stream
 from ..scan._vocabulary import COOKIE_HEADERS
-from ._check import Checker, Target, begin, streams_of
+from ._check import MISSING, Checker, Target, at_pointer, begin, streams_of
 from ._inplace import (
     NotInPlace,
     applied,
@@ -155,30 +155,6 @@ def _plan_store(target: Target, raw: bytes, checker: Checker,
 # by value): header and field values judged by their name
 _BY_NAME = frozenset({"sensitive-key", "cookie", "identifying-header"})
 
-_MISSING = object()
-
-
-def _at(document: Any, pointer: str, value: Any = _MISSING) -> Any:
-    """The value at `pointer` of a raw document (`_MISSING` if none); with `value`, put it
-    there and return what was there."""
-    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
-    if not tokens:
-        return _MISSING
-    node = document
-    for token in tokens:
-        parent = node
-        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            key: Any = int(token)
-        elif isinstance(node, dict) and token in node:
-            key = token
-        else:
-            return _MISSING
-        node = node[key]
-    if value is not _MISSING:
-        parent[key] = value
-    return node
-
-
 def _encode_like(raw: Any, new: str | bytes) -> Any:
     """`new` encoded the way the body `raw` was: bytes stay bytes, gzip'd bytes are gzip'd
     again, base64 text (of maybe-gzip'd bytes) is base64 again, nock's hex chunks are as
@@ -213,8 +189,8 @@ def _hold_bodies(document: Any, recording: Recording, policy: _Policy) -> dict[s
     redactor = policy.checker.redactor
     out: dict[str, Any] = {}
     for stream in streams_of(recording):
-        raw = _at(document, stream.pointer)
-        if raw is not _MISSING:
+        raw = at_pointer(document, stream.pointer)
+        if raw is not MISSING:
             body = write_stream(stream, redactor.redact_stream([e.value for e in stream.events]),
                                 framing=redactor.redact_text)
             out[stream.pointer] = raw if body is stream.body else \
@@ -225,7 +201,7 @@ def _hold_bodies(document: Any, recording: Recording, policy: _Policy) -> dict[s
             pointer = message.body_pointer if message is not None else None
             if message is None or pointer is None or pointer in out:
                 continue
-            raw = _at(document, pointer)
+            raw = at_pointer(document, pointer)
             data: bytes | None = None
             if recording.format == "nock" and isinstance(raw, list) and raw and \
                     all(isinstance(chunk, str) for chunk in raw):
@@ -268,8 +244,8 @@ class _Policy:
         """The redactor's output, the values judged by their name replaced whole."""
         out = self.checker.redactor.redact(plain)
         for pointer in self.by_name:
-            if isinstance(_at(out, pointer), (str, bytes)):
-                _at(out, pointer, self.checker.config.placeholder)
+            if isinstance(at_pointer(out, pointer), (str, bytes)):
+                at_pointer(out, pointer, self.checker.config.placeholder)
         return out
 
     def changes(self, before: Any, after: Any, *, outer: bool = True
@@ -335,11 +311,11 @@ def _scrub_document(target: Target, text: str, policy: _Policy, recording: Recor
         load = functools.partial(load_yaml_raw, target.display)
         before = load(text)
     held = _hold_bodies(before, recording, policy)
-    taken = {pointer: _at(before, pointer, None) for pointer in held}
+    taken = {pointer: at_pointer(before, pointer, None) for pointer in held}
     redacted = policy.redacted(before)
     for pointer, value in taken.items():
-        _at(before, pointer, value)
-        _at(redacted, pointer, held[pointer])
+        at_pointer(before, pointer, value)
+        at_pointer(redacted, pointer, held[pointer])
     return edit_in_place(text, is_json, before, policy.changes(before, redacted), load,
                          policy.marks)
 
@@ -354,7 +330,7 @@ def _scrub_toml(text: str, policy: _Policy) -> str:
     for (pointer, is_name), (_, value) in policy.changes(plain, policy.redacted(plain)).items():
         if is_name:
             raise NotInPlace(pointer)
-        _at(document, pointer, value)
+        at_pointer(document, pointer, value)
     return tomlkit.dumps(document)
 
 
