@@ -18,7 +18,7 @@ from .._errors import RedactkeyError
 from ..fixtures._store import atomic_write
 from ..keys._canonical import canonicalize
 from ..keys._keys import key_from_material, key_material, stored_request
-from ..record._config import load_config
+from ..record._config import Config, load_config
 from ..redact._redactor import MAX_NESTING, nesting_exceeds
 from ._check import Baseline, Checker, CheckerSpec, build_redactor, check_paths, progress_bar
 from ._cli_options import (
@@ -92,11 +92,11 @@ def canon() -> None:
 
 
 def _setup(config_path: Path | None, secret_env: Sequence[str], *, normalise: bool = True,
-           strict: bool = False, pieces: bool = True) -> Checker:
+           strict: bool = False, pieces: bool = True) -> tuple[Config, Checker]:
     config, redactor = environment_redactor(config_path, secret_env)
     checker = Checker(redactor, config, normalise=normalise, strict=strict, pieces=pieces)
     checker.spec = CheckerSpec(config, tuple(secret_env), normalise, strict, pieces=pieces)
-    return checker
+    return config, checker
 
 
 def _emit(report: Report, fmt: str, output: Path | None, color: bool | None,
@@ -172,7 +172,7 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
         raise click.UsageError("give the files or directories to check")
     # JSON as parsed (the fast path of a pre-commit hook): the redactor opens bodies held
     # in strings itself; encoded bodies are still probed within the caps
-    checker = _setup(config_path, secret_env, normalise=False, strict=strict)
+    _config, checker = _setup(config_path, secret_env, normalise=False, strict=strict)
     baseline = None
     if baseline_path is not None or write_baseline is not None:
         checker.tagging = True
@@ -228,7 +228,7 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
             age_limit = parse_duration(max_age)
         except RedactkeyError as exc:
             raise click.UsageError(f"--max-age: {exc}") from None
-    checker = _setup(config_path, secret_env, strict=strict)
+    _config, checker = _setup(config_path, secret_env, strict=strict)
     from ._audit import audit_paths, load_unused_files  # jsonschema: only for the audit
 
     unused: frozenset[Path] = frozenset()
@@ -270,7 +270,7 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
 
     # scrub rewrites what the audit reports as an error or a warning, in the same words;
     # it rewrites a file whole, so one over the whole-read bound is refused
-    checker = _setup(config_path, secret_env, strict=strict, pieces=False)
+    _config, checker = _setup(config_path, secret_env, strict=strict, pieces=False)
     as_json = fmt == "json"
 
     def echo(line: str) -> None:
