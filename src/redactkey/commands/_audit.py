@@ -44,25 +44,18 @@ from ._prune import read_run_report
 
 __all__ = ["Auditor", "audit_paths", "expired_issues", "load_unused_files"]
 
-_HTTP_FORMATS = RECORDING_FORMATS
 _AGED_FORMATS = RECORDING_FORMATS | {"fixture", "store"}
 
 
-class _FixtureSchema:
-    """The fixture JSON Schema validator, built once per audit."""
-
-    def __init__(self) -> None:
-        self.validator = jsonschema.Draft202012Validator(fixture_json_schema())
-
-    def first_error(self, document: Any) -> tuple[str, str] | None:
-        errors = sorted(self.validator.iter_errors(document), key=lambda e: list(e.path))
-        if not errors:
-            return None
-        error = errors[0]
-        pointer = ""
-        for token in error.absolute_path:
-            pointer = pointer_join(pointer, token)
-        return pointer, _without_values(error)[:200]
+def _first_error(validator: Any, document: Any) -> tuple[str, str] | None:
+    """The pointer and message (values masked) of a document's first schema error."""
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
+    if not errors:
+        return None
+    pointer = ""
+    for token in errors[0].absolute_path:
+        pointer = pointer_join(pointer, token)
+    return pointer, _without_values(errors[0])[:200]
 
 
 def _describe_value(value: Any) -> str:
@@ -93,7 +86,7 @@ class Auditor:
     def __init__(self, checker: Checker, *, unused: frozenset[Path] = frozenset()) -> None:
         self.checker = checker
         self.config = checker.config
-        self.schema = _FixtureSchema()
+        self.validator = jsonschema.Draft202012Validator(fixture_json_schema())  # once per audit
         self.unused = unused
         self.keys: dict[tuple[str, str], list[str]] = {}
         self.fixture_files: list[Target] = []
@@ -127,7 +120,7 @@ class Auditor:
             issues.extend(self._store(target, cassette))
         elif cassette.format == "fixture" or named is not None:
             issues.extend(self._fixture(target, cassette, named))
-        elif cassette.format in _HTTP_FORMATS:
+        elif cassette.format in RECORDING_FORMATS:
             issues.extend(_http_cassette(target.display, cassette))
         return issues, cassette.format
 
@@ -145,7 +138,7 @@ class Auditor:
                           pointer="/version",
                           detail=f"version {_describe_value(version)}; this redactkey reads "
                                  f"{FORMAT_VERSION}")]
-        problem = self.schema.first_error(document)
+        problem = _first_error(self.validator, document)
         if problem is not None:
             pointer, message = problem
             shown = self.checker.masked_pointer(pointer)
@@ -165,15 +158,7 @@ class Auditor:
         if mismatch:
             issues.append(Issue(display, cassette.line_for("/key"), "key-mismatch",
                                 pointer="/key", detail=mismatch))
-        material = fixture.request
-        volatile_root = "/request/request" if isinstance(material, dict) and \
-            "request" in material else "/request"
-        body = material.get("request") if isinstance(material, dict) and \
-            "request" in material else material
-        for found in find_volatile(body):
-            pointer = volatile_root + found.pointer
-            issues.append(Issue(display, cassette.line_for(pointer), "volatile-key-material",
-                                pointer=pointer, detail=found.reason))
+        issues.extend(_volatile_material(display, cassette, fixture.request, ""))
         return issues
 
     def _store(self, target: Target, cassette: Recording) -> list[Issue]:
@@ -204,14 +189,7 @@ class Auditor:
                                     pointer=base + "/key",
                                     detail=f"stored key {entry.key[:12]}… != recomputed "
                                            f"{recomputed[:12]}…"))
-            body = material.get("request") if isinstance(material, dict) and \
-                "request" in material else material
-            root = base + ("/request/request" if body is not material else "/request")
-            for found in find_volatile(body):
-                pointer = root + found.pointer
-                issues.append(Issue(display, cassette.line_for(pointer),
-                                    "volatile-key-material", pointer=pointer,
-                                    detail=found.reason))
+            issues.extend(_volatile_material(display, cassette, material, base))
         return issues
 
     # -- the whole tree -------------------------------------------------------------
@@ -246,6 +224,18 @@ class Auditor:
             if target.path.resolve() in self.unused:
                 issues.append(Issue(target.display, 1, "unused-fixture"))
         return issues
+
+
+def _volatile_material(display: str, cassette: Recording, material: Any,
+                       base: str) -> list[Issue]:
+    """`volatile-key-material` in a fixture's key material (in its request, where it holds
+    one) at `base` of the file."""
+    body = material["request"] if isinstance(material, dict) and "request" in material \
+        else material
+    root = base + ("/request/request" if body is not material else "/request")
+    return [Issue(display, cassette.line_for(root + found.pointer), "volatile-key-material",
+                  pointer=root + found.pointer, detail=found.reason)
+            for found in find_volatile(body)]
 
 
 def _key_mismatch(
