@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +44,7 @@ from ..http._documents import KIND, is_environment_failure, request_document, wa
 from ..keys._keys import request_key
 from ..record._config import load_config
 from ..record._exchange import HttpFixtures, LiveResponse, LiveStream
+from ..record._wire import StreamReply
 from ..recordings._classify import Target, Unreadable, open_target, walk
 from ..recordings._readers import NOT_HTTP, Binary, Exchange, exchanges, read_recording
 from ..redact._redactor import Redactor
@@ -218,13 +218,10 @@ def _record(fixtures: HttpFixtures, document: dict[str, object], exchange: WireC
     if wants_stream(document):
         reply = fixtures.stream(document, lambda: LiveStream(
             exchange.status, exchange.response_headers, [exchange.response_body]))
-        pieces = getattr(reply, "pieces", None)
-        if pieces is not None:
-            for _ in pieces:
+        if isinstance(reply, StreamReply):  # recorded once read to its end
+            for _ in reply.pieces:
                 pass
-        close = getattr(reply, "close", None)
-        if close is not None:
-            close()
+            reply.close()
     else:
         fixtures.call(document, lambda: LiveResponse(
             exchange.status, exchange.response_headers, exchange.response_body))
@@ -236,7 +233,6 @@ def migrate(
     redactor: Redactor,
     *,
     write: bool = False,
-    echo: Callable[[str], None] | None = None,
 ) -> MigrationPlan:
     """Turn the recordings under `paths` into fixtures under `to` (a plan unless `write`).
 
@@ -256,10 +252,7 @@ def migrate(
             try:
                 opened = open_target(target)
                 fmt, items = read_calls(file, opened.text, opened.suffix, target.display)
-            except Unreadable as exc:
-                plan.skipped.append((target.display, exc.problem))
-                continue
-            except FixtureFormatError as exc:
+            except (Unreadable, FixtureFormatError) as exc:
                 plan.skipped.append((target.display, exc.problem))
                 continue
             if not items:
@@ -298,9 +291,6 @@ def migrate(
                                                   str(exc.strerror).removeprefix("refused: ")))
                     continue
                 plan.written += 1
-                if echo is not None:
-                    echo(f"wrote {planned.target}")
-        shutil.rmtree(staging, ignore_errors=True)
     return plan
 
 
