@@ -174,9 +174,6 @@ class MissingFixtureError(FixtureError, LookupError):
         lines.append(f"to record it: {how_to_record}")
         super().__init__("\n".join(lines))
 
-    def __str__(self) -> str:  # LookupError would quote a single arg; keep it readable
-        return str(self.args[0]) if self.args else ""
-
 
 class StaleFixtureError(FixtureError):
     """A recorded answer no longer fits the current schema: re-record it."""

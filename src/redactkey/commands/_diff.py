@@ -26,7 +26,8 @@ from typing import Any
 from .._errors import InputError
 from ..fixtures._verify import VerifyRules, _collapsed
 from ..redact._redactor import Redactor
-from ._show import Call, Recorded, answer_text, json_text, read_calls, recording_lines, view
+from ._inplace import json_container
+from ._show import Call, Recorded, answer_text, read_calls, recording_lines, view
 
 __all__ = ["Change", "differences", "run_diff", "word_diff"]
 
@@ -81,9 +82,9 @@ def differences(old: Any, new: Any, hidden: Callable[[tuple[str, ...]], bool],
     if hidden(tokens):
         return
     if isinstance(old, str) and isinstance(new, str) and old != new:
-        a, b = json_text(old), json_text(new)
+        a, b = json_container(old), json_container(new)
         if a is not None and b is not None:
-            old, new = a[0], b[0]
+            old, new = a, b
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         for name in [*old, *(name for name in new if name not in old)]:
             yield from differences(old.get(name, ABSENT), new.get(name, ABSENT), hidden,

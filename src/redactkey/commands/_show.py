@@ -31,8 +31,9 @@ from ..keys._keys import request_key
 from ..recordings._classify import Target, Unreadable, open_target
 from ..recordings._readers import Exchange, exchanges, read_recording
 from ..redact._redactor import Redactor
+from ._inplace import json_container
 
-__all__ = ["Call", "Recorded", "answer_text", "json_text", "lines", "read_calls", "recording_lines",
+__all__ = ["Call", "Recorded", "answer_text", "lines", "read_calls", "recording_lines",
            "run_show", "view"]
 
 
@@ -160,16 +161,6 @@ def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def json_text(text: str) -> tuple[Any] | None:
-    """`text` parsed, when it is a JSON object or array."""
-    if not text.lstrip().startswith(("{", "[")):
-        return None
-    try:
-        return (json.loads(text),)
-    except ValueError:
-        return None
-
-
 def _tool_call(node: Mapping[str, Any]) -> dict[str, Any] | None:
     """A tool call in any provider's shape: OpenAI/Cohere `function`, responses
     `function_call`, Anthropic `tool_use`, Gemini `functionCall`."""
@@ -180,8 +171,8 @@ def _tool_call(node: Mapping[str, Any]) -> dict[str, Any] | None:
         function, arguments = node, node.get("arguments", node.get("input"))
     else:
         return None
-    parsed = json_text(arguments) if isinstance(arguments, str) else None
-    return {"name": function["name"], "arguments": parsed[0] if parsed else arguments}
+    parsed = json_container(arguments) if isinstance(arguments, str) else None
+    return {"name": function["name"], "arguments": arguments if parsed is None else parsed}
 
 
 def _text(value: Any) -> str:
@@ -288,9 +279,9 @@ def view(call: Call, redactor: Redactor) -> dict[str, Any]:
     told: dict[str, Any] = {"status": call.status, "content_type": call.content_type or None,
                             "events": None if call.events is None else len(call.events)}
     text = parts.get("text")
-    structured = json_text(text) if text else None
+    structured = json_container(text) if text else None
     if structured is not None:
-        told["structured"] = structured[0]
+        told["structured"] = structured
     elif text:
         told["text"] = text
     told.update((name, parts[name]) for name in ("tool_calls", "finish") if name in parts)
