@@ -133,9 +133,10 @@ class CheckerSpec:
     tagging: bool = False
     pieces: bool = True
 
-    def build(self) -> Checker:
-        """A checker over this process's environment secrets."""
-        redactor = build_redactor(self.config, secret_env=self.secret_env)
+    def build(self, redactor: Redactor | None = None) -> Checker:
+        """A checker with `redactor`, by default one over this process's environment secrets."""
+        if redactor is None:
+            redactor = build_redactor(self.config, secret_env=self.secret_env)
         checker = Checker(redactor, self.config, normalise=self.normalise, strict=self.strict,
                           pieces=self.pieces)
         checker.tagging = self.tagging

@@ -3,7 +3,6 @@ error, 3 internal error (one line naming where, never a traceback)."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
@@ -91,12 +90,12 @@ def canon() -> None:
 # --- check / audit / scrub ----------------------------------------------------------
 
 
-def _setup(config_path: Path | None, secret_env: Sequence[str], *, normalise: bool = True,
-           strict: bool = False, pieces: bool = True) -> tuple[Config, Checker]:
+def _setup(config_path: Path | None, secret_env: Sequence[str], **settings: bool
+           ) -> tuple[Config, Checker]:
+    """The configuration and a checker with `settings` (`CheckerSpec`'s), which worker
+    processes build again."""
     config, redactor = environment_redactor(config_path, secret_env)
-    checker = Checker(redactor, config, normalise=normalise, strict=strict, pieces=pieces)
-    checker.spec = CheckerSpec(config, tuple(secret_env), normalise, strict, pieces=pieces)
-    return config, checker
+    return config, CheckerSpec(config, tuple(secret_env), **settings).build(redactor)
 
 
 def _emit(report: Report, fmt: str, output: Path | None, color: bool | None,
@@ -172,12 +171,9 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
         raise click.UsageError("give the files or directories to check")
     # JSON as parsed (the fast path of a pre-commit hook): the redactor opens bodies held
     # in strings itself; encoded bodies are still probed within the caps
-    _config, checker = _setup(config_path, secret_env, normalise=False, strict=strict)
+    _config, checker = _setup(config_path, secret_env, normalise=False, strict=strict,
+                              tagging=baseline_path is not None or write_baseline is not None)
     baseline = None
-    if baseline_path is not None or write_baseline is not None:
-        checker.tagging = True
-        if checker.spec is not None:
-            checker.spec = dataclasses.replace(checker.spec, tagging=True)
     if baseline_path is not None and write_baseline is None:
         with input_failures():
             baseline = Baseline.load(baseline_path)
