@@ -1,30 +1,14 @@
 """`redact migrate`: other tools' recordings as redactkey fixtures that replay through
-`FixtureTransport`.
+`FixtureTransport` (docs/cli/migrate.md).
 
-Files are found by the walk and classifier the audit uses and read by its readers
-(vcrpy and pytest-recording YAML, Ruby VCR, rVCR and Betamax JSON, go-vcr, cassetter,
-HAR, nock, ...; gzip'd files too). Each recorded HTTP exchange goes through the very
-record step
-the transport runs (`HttpFixtures` in record mode) with the recorded response as the
-"live" one. So the request document, the key, the redaction, the stored response
-(SSE bodies split into events, a streamed call stored as chunks) and the file name
-are exactly what recording the same call through `FixtureTransport` would have
-written. Every fixture gets kind ``"http"``: that is what the transport (and so any
-SDK client) looks up on replay, whichever provider the call went to.
-
-What cannot be keyed or stored is listed with a reason and left out: no recorded
-response, a response the transport never records (401, 403, 429, 5xx, ...), binary
-bodies (by their content type or, without one, bytes that are not text), a multipart
-body whose boundary is not in its content type, websocket and gRPC frames.
-
-Identical requests of one recording keep every answer, in order: each recording is
-migrated through its own `HttpFixtures`, which writes the n-th distinct answer of a key
-as `http.<key>.<n>.json` (docs/decisions/0022). A repeat whose answer equals the one
-before it is a duplicate, and so is a key that another recording of the same directory
-recorded first (the directory's fixtures replay one sequence per key).
-
-Everything is first recorded into a temporary directory; without `write` nothing
-else is touched, with it the files are moved into place atomically.
+Files are found and read by the audit's walk, classifier and readers. Each recorded HTTP
+exchange goes through the very record step the transport runs (`HttpFixtures` in record
+mode) with the recorded response as the "live" one, so the request document, key,
+redaction, stored response and file name are exactly what recording the call through
+`FixtureTransport` would have written (kind ``"http"``, whichever provider it went to).
+Each recording has its own `HttpFixtures`, so its identical requests keep every answer
+in order (docs/decisions/0022). Everything is recorded into a temporary directory first
+and moved into place only with `write`.
 """
 
 from __future__ import annotations

@@ -10,13 +10,8 @@ Worker processes get the work of the calling process one of two ways:
   picklable recipe (run secrets are never pickled: a worker reads them from its own
   environment, which it inherits).
 
-`-j N` is the calling process and N - 1 workers: the calling process does not wait
-idle for the workers but reads chunks no worker has started, from the end of the walk.
-Files are handed out in chunks (one task per chunk, not per file), and `run_files`
-yields one `Outcome` per file in the order of the walk, whatever order the chunks
-finish in, so a report does not depend on `--jobs`. Small runs (a pre-commit hook's
-handful of files) stay in the calling process: starting workers costs more than it
-saves. Without `--jobs`, the command uses the cores the load average leaves free.
+Files are handed out in chunks, and outcomes come back in the order of the walk, so a
+report does not depend on `--jobs`.
 """
 
 from __future__ import annotations

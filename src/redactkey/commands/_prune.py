@@ -1,14 +1,10 @@
-"""`redact prune`: delete the fixtures a complete run did not use.
+"""`redact prune`: delete the fixtures a complete run did not use (docs/cli/prune.md).
 
-The plan comes from a run report (`.redactkey-report.json`, written by the pytest
-plugin or `RunReport.write`): its `unused` files, its `fixture_dirs` (the roots the
-run accounted for) and its `partial` reasons. A report of a partial run (`-k`, `-m`,
-deselected tests, collection errors, a lost xdist worker, an interrupted session)
-lists as unused the fixtures of the tests that did not run, so it is refused unless
-forced. Nothing outside the named fixture roots is ever touched, nor a file whose
-name is not a fixture's, nor a symbolic link; and a root is only a root inside the
-project that holds the report (its directory), whatever the report names (`/`,
-`../elsewhere`, a link out of the tree).
+The plan comes from a run report: its `unused` files, its `fixture_dirs` (the roots the
+run accounted for) and its `partial` reasons; a partial run's report is refused unless
+forced. Nothing outside the named roots is ever touched, nor a file whose name is not a
+fixture's, nor a symbolic link; and a root is only a root inside the project that holds
+the report, whatever the report names (`/`, `../elsewhere`, a link out of the tree).
 """
 
 from __future__ import annotations
