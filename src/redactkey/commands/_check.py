@@ -14,7 +14,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -378,7 +378,6 @@ def build_redactor(
     config: Config,
     *,
     secret_env: Sequence[str] = (),
-    environ: Mapping[str, str] | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> Redactor:
     """A Redactor over the caller's environment secrets (plus `secret_env` names).
@@ -388,19 +387,16 @@ def build_redactor(
     with a warning naming it, and so is a `secret_env` name this shell does not set,
     rather than stopping the hook on every commit.
     """
-    env = dict(os.environ if environ is None else environ)
+    env = dict(os.environ)
     secrets = RunSecrets.from_env(env, min_length=config.min_secret_length, skip_short=True)
     # A name in the configuration file is shared by everyone who runs the hook; a shell
     # without that variable has no value of it to leak, so the name is passed over
     # (as the pytest plugin does). A name given with --secret-env says so in a warning.
-    named = [(name, "configuration secret-env", False) for name in config.secret_env]
-    named += [(name, "--secret-env", True) for name in secret_env]
-    for name, origin, loud in named:
-        if name not in env:
-            if loud and warn is not None:
-                warn(f"skipping {origin} {name}: not set in this environment")
-            continue
-        secrets.add(name, env[name])
+    for name in dict.fromkeys((*config.secret_env, *secret_env)):
+        if name in env:
+            secrets.add(name, env[name])
+        elif name in secret_env and warn is not None:
+            warn(f"skipping --secret-env {name}: not set in this environment")
     if warn is not None:
         for slot, reason in secrets.dummies.items():
             warn(f"skipping {slot}: {reason}")
