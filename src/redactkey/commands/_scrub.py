@@ -155,6 +155,7 @@ def _plan_store(target: Target, raw: bytes, checker: Checker,
 # by value): header and field values judged by their name
 _BY_NAME = frozenset({"sensitive-key", "cookie", "identifying-header"})
 
+
 def _encode_like(raw: Any, new: str | bytes) -> Any:
     """`new` encoded the way the body `raw` was: bytes stay bytes, gzip'd bytes are gzip'd
     again, base64 text (of maybe-gzip'd bytes) is base64 again, nock's hex chunks are as
