@@ -18,7 +18,6 @@ import binascii
 import dataclasses
 import fnmatch
 import hashlib
-import importlib
 import json
 import re
 import urllib.parse
@@ -547,9 +546,7 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
             "", "an HTTP request needs string 'method' and 'url' members",
             "pass the request document described in docs/keys.md",
         )
-    projected = _URLS.get((url, spec.hosts))
-    if projected is None:
-        projected = _projected_url(url, spec.hosts)
+    projected = _projected_url(url, spec.hosts)
     query = projected[1]
     pairs = urllib.parse.parse_qsl(query, keep_blank_values=True) if query else []
     if "query" in request:  # (a projection read back from a fixture)
@@ -579,18 +576,12 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
     return {name: item for name, item in projection.items() if spec.counts(name)}
 
 
-# The projections of URLs with no query or userinfo, by URL and host aliases: a client
-# calls a handful of endpoints, each on every call (nothing a URL sends is held here).
-_URLS: dict[tuple[str, Any], tuple[str, str]] = {}
-_URLS_MAX: Final = 1024
-
-
 def _projected_url(url: str, hosts: Any) -> tuple[str, str]:
     """`scheme://host[:port]/path` of `url` as its key counts it (lower-case scheme and
     host, no default port, `hosts` aliases applied), and its query string."""
     try:
         parts = urllib.parse.urlsplit(url)
-        host, port = _host_and_port(parts)
+        host, port = (parts.hostname or "").lower(), parts.port
     except ValueError as exc:
         raise CanonicalizationError("/url", f"the url cannot be parsed ({exc})",
                                     "pass an absolute http(s) URL") from None
@@ -605,24 +596,7 @@ def _projected_url(url: str, hosts: Any) -> tuple[str, str]:
     canonical = dict(hosts).get(host) if hosts else None
     if canonical is not None:
         scheme, host = canonical.split("://", 1)
-    projected = (f"{scheme}://{host}{parts.path or '/'}", parts.query)
-    if "?" not in url and "@" not in url and len(_URLS) < _URLS_MAX:
-        _URLS[(url, hosts)] = projected
-    return projected
-
-
-def _host_and_port(parts: urllib.parse.SplitResult) -> tuple[str, int | None]:
-    """`(parts.hostname or "").lower()` and `parts.port`, read at once for the common
-    `host[:port]` (each of those properties splits the netloc again); urllib's own
-    reading, and its errors, for anything else (userinfo, brackets, a zone, a bad port)."""
-    netloc = parts.netloc
-    if "@" not in netloc and "[" not in netloc and "%" not in netloc:
-        host, _, port = netloc.partition(":")
-        if not port:
-            return host.lower(), None
-        if port.isdigit() and port.isascii() and len(port) <= 5 and int(port) <= 65535:
-            return host.lower(), int(port)
-    return (parts.hostname or "").lower(), parts.port
+    return f"{scheme}://{host}{parts.path or '/'}", parts.query
 
 
 def _projected_query(query: Any) -> list[tuple[str, str]]:
@@ -856,28 +830,8 @@ def stored_request(kind: str, value: Any) -> Any:
     return value["request"]
 
 
-def _interpreter_sha256() -> Callable[[bytes], Any]:
-    """The interpreter's own SHA-256 (`_sha2` from Python 3.12, `_sha256` before), or
-    hashlib's where the interpreter was built without it."""
-    for name in ("_sha2", "_sha256"):
-        try:
-            return importlib.import_module(name).sha256  # type: ignore[no-any-return]
-        except (ImportError, AttributeError):
-            continue
-    return hashlib.sha256
-
-
-_SHORT_SHA256 = _interpreter_sha256()
-# Up to this many bytes the interpreter's SHA-256 is used: OpenSSL's costs a few
-# microseconds to enter between a test's other work (its code and locks are cold), more
-# than hashing a short request; past it OpenSSL's wins (the CPU's SHA instructions).
-_SHORT_HASHED: Final = 1024
-
-
 def sha256_hex(data: bytes) -> str:
-    """SHA-256 of `data`, 64 lowercase hex characters (the same digest either way)."""
-    if len(data) <= _SHORT_HASHED:
-        return _SHORT_SHA256(data).hexdigest()  # type: ignore[no-any-return]
+    """SHA-256 of `data`, 64 lowercase hex characters."""
     return hashlib.sha256(data).hexdigest()
 
 
