@@ -138,7 +138,6 @@ def is_event_stream(content_type: str | None) -> bool:
     return _mime(content_type) == _SSE_TYPE
 
 
-_STRICT: Final = orjson.OPT_STRICT_INTEGER
 _SAFE_RUN: Final = 16  # 2**53 has 16 digits: a shorter integer is exact in JSON
 
 
@@ -157,15 +156,6 @@ def _json_value(text: str | bytes) -> tuple[bool, JSON]:
             return True, orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
-    elif not long_digit_run(data):
-        # With no long digit run orjson reads every integer as an integer, and strict
-        # dumping refuses those beyond 2**53.
-        try:
-            value = orjson.loads(data)
-            orjson.dumps(value, option=_STRICT)
-            return True, value
-        except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-            pass
     try:
         return True, to_json(json.loads(text))
     except (ValueError, CanonicalizationError):
@@ -183,22 +173,8 @@ def _dumps(value: JSON) -> bytes:
 def _merge_headers(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> dict[str, str]:
     """Header pairs (or a map) as one map of lower-case names; a name sent twice holds
     its values joined by ", ", in the order sent."""
-    if type(headers) is dict:
-        names = "".join(headers)
-        if names.lower() == names:
-            return dict(headers)  # lower-case names already (an httpx request's, decoded)
-    pairs = headers if isinstance(headers, list) else list(
-        headers.items() if isinstance(headers, Mapping) else headers
-    )
-    merged = dict(pairs)
-    if len(merged) == len(pairs):
-        names = "".join(merged)
-        if names.lower() == names:
-            return merged  # lower-case names, none twice (an httpx request's): as they are
-    merged = {name.lower(): value for name, value in pairs}
-    if len(merged) == len(pairs):
-        return merged  # no name twice (the common case): nothing to join
-    merged = {}
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    merged: dict[str, str] = {}
     for name, value in pairs:
         key = name.lower()
         merged[key] = f"{merged[key]}, {value}" if key in merged else value
@@ -241,8 +217,6 @@ _BOUNDARY: Final = re.compile(r"boundary=\"?([^\";]+)\"?")
 def _stable_multipart(headers: dict[str, str], body: bytes) -> bytes:
     """Replace a random multipart boundary by a fixed one so that uploads key stably."""
     content_type = headers.get("content-type", "")
-    if "boundary=" not in content_type:  # no multipart body without one
-        return body
     match = _BOUNDARY.search(content_type)
     if _mime(content_type) != "multipart/form-data" or match is None:
         return body
@@ -300,8 +274,6 @@ def response_document(
 
 def event_bytes(event: Mapping[str, JSON]) -> bytes:
     """One stored server-sent event back on the wire, ending with its blank line."""
-    if len(event) == 1 and "json" in event:
-        return b"data: " + _dumps(event["json"]) + b"\n\n"  # the common case, kept cheap
     lines: list[bytes] = []
     for field in ("event", "id", "retry"):
         if field in event:
@@ -473,23 +445,14 @@ def wants_stream(document: Mapping[str, JSON]) -> bool:
     header naming server-sent events or newline-delimited JSON.
     """
     body = document.get("json")
-    if (type(body) is dict or isinstance(body, Mapping)) and body.get("stream") is True:
+    if isinstance(body, Mapping) and body.get("stream") is True:
         return True
     url = str(document.get("url", ""))
     if "?" in url and ("alt", "sse") in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query):
         return True
     headers = document.get("headers")
     accept = str(headers.get("accept", "")) if headers else ""
-    streams = _STREAMING_ACCEPTS.get(accept)
-    if streams is None:  # (a client sends the same Accept on every call: read it once)
-        streams = any(is_stream_type(part) for part in accept.split(","))
-        if len(_STREAMING_ACCEPTS) < 256:
-            _STREAMING_ACCEPTS[accept] = streams
-    return streams
-
-
-# Accept headers read by `wants_stream`, and whether each names a stream type.
-_STREAMING_ACCEPTS: dict[str, bool] = {}
+    return any(is_stream_type(part) for part in accept.split(","))
 
 
 def refuses_stream(document: Mapping[str, JSON]) -> bool:
