@@ -32,7 +32,7 @@ import yaml
 from .._errors import FixtureFormatError
 from ..keys._canonical import JSONValue, pointer_join
 from ..redact._redactor import MAX_NESTING, nesting_exceeds
-from ._limits import MAX_DECODED_BYTES, MAX_NODES, alias_problem
+from ._limits import MAX_NODES, alias_problem
 
 __all__ = [
     "Bytes",
@@ -47,10 +47,6 @@ __all__ = [
     "read_text",
     "resolve_pointer",
 ]
-
-# A decompressed body larger than the shared cap is kept compressed and reported (a
-# gzip bomb must not take a command down); real LLM responses are far below it.
-MAX_DECOMPRESSED = MAX_DECODED_BYTES
 
 # Bodies that could not be decoded while one file is read: (problem) in reading order.
 # Set by `collect_problems` around one parse; a plain list, never shared across files.

@@ -260,32 +260,11 @@ _COMMON_HEADERS = frozenset({
 })
 
 
-_HEADER_MAP_KEYS: dict[tuple[Any, ...], bool] = {}  # member names -> a header map by them
-
-
-_HEADER_PARENTS: dict[str, bool] = {}  # member name -> it names a header map
-
-
 def _is_header_map(value: dict[str, Any], parent: str) -> bool:
-    by_name = _HEADER_PARENTS.get(parent)
-    if by_name is None:
-        lowered = parent.lower()
-        by_name = "header" in lowered or lowered in ("metadata", "reqheaders")
-        if len(_HEADER_PARENTS) < 4096:  # the same few names in every interaction
-            _HEADER_PARENTS[parent] = by_name
-    if by_name:
+    lowered = parent.lower()
+    if "header" in lowered or lowered in ("metadata", "reqheaders"):
         return True
-    if len(value) < 2:
-        return False
-    if len(value) > 16:
-        return sum(map(_COMMON_HEADERS.__contains__, map(str.lower, map(str, value)))) >= 2
-    names = tuple(value)  # the objects of one recording repeat a few shapes
-    known = _HEADER_MAP_KEYS.get(names)
-    if known is None:
-        known = sum(map(_COMMON_HEADERS.__contains__, map(str.lower, map(str, value)))) >= 2
-        if len(_HEADER_MAP_KEYS) < 4096:
-            _HEADER_MAP_KEYS[names] = known
-    return known
+    return sum(str(name).lower() in _COMMON_HEADERS for name in value) >= 2
 
 
 def _flat_pairs(value: list[Any]) -> bool:
@@ -295,52 +274,25 @@ def _flat_pairs(value: list[Any]) -> bool:
             and all(isinstance(value[i], str) for i in range(1, len(value), 2)))
 
 
-_HEADER_NAMES: dict[str, bool] = {}  # member name -> shaped like a header name
-
-
-def _header_name(key: str) -> bool:
-    known = _HEADER_NAMES.get(key)
-    if known is None:
-        known = _HEADER_NAME.match(key) is not None
-        if len(_HEADER_NAMES) < 4096:  # names repeat in every interaction
-            _HEADER_NAMES[key] = known
-    return known
-
-
-def _token(key: str) -> str:
-    """A member name as a JSON pointer token (RFC 6901 escaping)."""
-    return key if "~" not in key and "/" not in key else key.replace("~", "~0").replace("/", "~1")
-
-
 def _generic_sites(document: JSONValue) -> Iterator[tuple[str, str, str]]:
-    # Only containers go on the stack, and a pointer is built only for what is kept:
-    # most members of a recording are scalars that hold no header.
     stack: list[tuple[Any, str, str, int]] = [(document, "", "", 0)]
-    pop, push = stack.pop, stack.append
     while stack:
-        node, pointer, parent, depth = pop()
+        node, pointer, parent, depth = stack.pop()
         if depth > MAX_NESTING:
             continue
         if isinstance(node, dict):
             header_map_here = _is_header_map(node, parent)
             for key, value in node.items():
-                if header_map_here and isinstance(key, str) and _header_name(key):
+                if header_map_here and isinstance(key, str) and _HEADER_NAME.match(key):
                     if isinstance(value, str):
-                        yield key, value, f"{pointer}/{_token(key)}"
+                        yield key, value, pointer_join(pointer, key)
                         continue
-                    if isinstance(value, list):
-                        for item in value:
-                            if not isinstance(item, str):
-                                break
-                        else:
-                            child = f"{pointer}/{_token(key)}"
-                            for index, item in enumerate(value):
-                                yield key, item, f"{child}/{index}"
-                            continue
+                    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+                        for index, item in enumerate(value):
+                            yield key, item, pointer_join(pointer_join(pointer, key), index)
+                        continue
                 if isinstance(value, (dict, list)):
-                    child = f"{pointer}/{key}" if type(key) is str and "~" not in key \
-                        and "/" not in key else pointer_join(pointer, key)
-                    push((value, child, str(key), depth + 1))
+                    stack.append((value, pointer_join(pointer, key), str(key), depth + 1))
         elif isinstance(node, list):
             headerish = "header" in parent.lower()
             if headerish and _flat_pairs(node):
@@ -357,7 +309,7 @@ def _generic_sites(document: JSONValue) -> Iterator[tuple[str, str, str]]:
                         continue
                 elif not isinstance(item, list):
                     continue
-                push((item, f"{pointer}/{index}", parent, depth + 1))
+                stack.append((item, pointer_join(pointer, index), parent, depth + 1))
 
 
 def header_sites(recording: Recording) -> Iterator[tuple[str, str, str]]:
