@@ -23,7 +23,9 @@ from redactkey import (
     collect_run_secrets,
 )
 from redactkey._errors import DummySecretWarning
-from redactkey.secrets._run_secrets import dummy_reason, looks_secret_env_name, mask, value_variants
+from redactkey.secrets._environment import looks_secret_env_name
+from redactkey.secrets._run_secrets import dummy_reason, mask
+from redactkey.secrets._variants import value_variants
 
 TOKEN = "sk-proj-" + "A1b2" * 12
 OTHER = "gh" + "p_" + "Z9y8" * 9

@@ -1,4 +1,5 @@
-"""Run secrets: every credential a run's components read, and the forms it travels in.
+"""Run secrets: every credential a run's components read (the forms each travels in are
+`_variants`'s, where a slot reads its value from `_sources`'s).
 
 A *slot* is a named place a component reads a credential from: an environment
 variable (`OPENAI_API_KEY`), a file, a callable, a pydantic `SecretStr` field.
@@ -9,19 +10,25 @@ shown: not in `repr`, `str`, an error message or a pickle (pickling is refused).
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
-from typing import Any, Protocol, Union, runtime_checkable
-from urllib.parse import quote, quote_plus
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from pydantic import BaseModel, SecretBytes, SecretStr
 
 from .._errors import DummySecretWarning, SecretError, UsageError, raised_at_entry, warn_at_caller
+from ._environment import records_secrets, secret_variables
+from ._sources import (
+    DeclaresSecrets,
+    SecretSource,
+    check_slot,
+    check_source,
+    decoded,
+    read_source,
+)
+from ._variants import value_variants
 
 __all__ = [
     "DEFAULT_MIN_LENGTH",
@@ -30,10 +37,7 @@ __all__ = [
     "SecretSource",
     "collect_run_secrets",
     "dummy_reason",
-    "looks_secret_env_name",
     "mask",
-    "records_secrets",
-    "value_variants",
 ]
 
 DEFAULT_MIN_LENGTH = 8
@@ -42,91 +46,11 @@ DEFAULT_MIN_LENGTH = 8
 # Most servers refuse a request whose headers pass 8 KB, so no working credential does.
 MAX_LEARNED_LENGTH = 8192
 
-#: Where a slot's value comes from: `None` (the environment variable named like
-#: the slot), a file path, a zero-argument callable, or a pydantic secret.
-SecretSource = Union[None, "os.PathLike[str]", Callable[[], Any], SecretStr, SecretBytes]
-
-
-@runtime_checkable
-class DeclaresSecrets(Protocol):
-    """A component that names the secret slots it reads.
-
-    `secret_slots` is an iterable of slot names (each read from the environment
-    variable of that name) or a mapping of slot name to `SecretSource`.
-    """
-
-    @property
-    def secret_slots(self) -> Iterable[str] | Mapping[str, SecretSource]: ...
-
 
 def mask(value: str) -> str:
     """A preview that shows at most a quarter of `value` (and never more than 4 characters)."""
     shown = min(4, len(value) // 4)
     return value[:shown] + "…"
-
-
-# --- environment heuristics -------------------------------------------------------------
-
-_SECRET_NAME = re.compile(
-    r"""(?x)
-    (?:^|_)(?:API_?KEY|APIKEY|KEY|TOKEN|SECRET|PAT|ACCESS_KEY|PRIVATE_KEY|SECRET_KEY)$  # suffixes
-    | PASSWORD | PASSWD | CREDENTIAL | SECRET | ACCESS_KEY | PRIVATE_KEY
-    | (?:^|_)AUTH(?!OR)(?:_|$) | _AUTH(?!OR) | (?:^|_)(?:DSN)$
-    """
-)
-_URL_NAME = re.compile(r"(?:^|_)(?:URL|URI|DSN|CONN|CONNECTION|CONNECTION_STRING)$")
-_ORDINARY_NAMES = frozenset(
-    {
-        "HOME",
-        "PATH",
-        "LANG",
-        "LANGUAGE",
-        "SHELL",
-        "USER",
-        "LOGNAME",
-        "PWD",
-        "OLDPWD",
-        "TERM",
-        "TMPDIR",
-        "TMP",
-        "TEMP",
-        "HOSTNAME",
-        "EDITOR",
-        "PAGER",
-        "DISPLAY",
-        "PYTHONPATH",
-        "PYTHONHASHSEED",
-        "VIRTUAL_ENV",
-        "SSH_AUTH_SOCK",
-        "GPG_AGENT_INFO",
-        "XAUTHORITY",
-        "KEYTIMEOUT",
-    }
-)
-_FLAG_VALUES = frozenset({"", "0", "1", "true", "false", "yes", "no", "on", "off", "none", "null"})
-_URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:([^/@\s]+)@")
-
-
-def looks_secret_env_name(name: str) -> bool:
-    """Whether an environment variable's name says it holds a credential."""
-    upper = name.upper()
-    if upper in _ORDINARY_NAMES or upper.startswith("LC_"):
-        return False
-    return bool(_SECRET_NAME.search(upper))
-
-
-def _decode(slot: str, value: Any) -> str:
-    if isinstance(value, (SecretStr, SecretBytes)):
-        value = value.get_secret_value()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogateescape")
-    if isinstance(value, str):
-        return value
-    raise SecretError(
-        slot,
-        f"its source gave a {type(value).__name__}, not str or bytes",
-        "make the source return the credential as text",
-    )
 
 
 # --- stand-in values -------------------------------------------------------------------
@@ -141,8 +65,6 @@ _PLACEHOLDER = re.compile(
       |x|\*|0|1|2|3|4|[-_.:\s<>])+
     """
 )
-_MODE_VARIABLES = ("REDACTKEY_MODE", "REDACTKEY_MODEL_MODE")
-_RECORDING_MODES = frozenset({"record", "auto"})
 _MIN_LENGTH_FIX = (
     "record with the real credential; or, if you accept the risk, lower the minimum: "
     "min-secret-length in [tool.redactkey] (pytest: ini redactkey_min_secret_length; "
@@ -157,70 +79,6 @@ def dummy_reason(value: str, min_length: int = DEFAULT_MIN_LENGTH) -> str | None
     if len(value) <= 64 and _PLACEHOLDER.fullmatch(value):
         return "its value looks like a placeholder, not a credential"
     return None
-
-
-def records_secrets(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether `REDACTKEY_MODE` / `REDACTKEY_MODEL_MODE` say this run records (record, auto).
-
-    The rule for stand-in secrets: skipped (with a warning) when nothing is recorded,
-    refused when something may be.
-    """
-    env = os.environ if environ is None else environ
-    return any(
-        (env.get(name) or "").strip().lower() in _RECORDING_MODES for name in _MODE_VARIABLES
-    )
-
-
-# --- variants ---------------------------------------------------------------------------
-
-
-def _b64_fragments(data: bytes) -> set[str]:
-    """Base64 text of `data` that does not depend on the bytes around it, at all 3 alignments.
-
-    Inside a larger base64 blob the value can start at any byte offset modulo 3;
-    only the characters whose 6 bits come wholly from `data` are fixed.
-    """
-    out: set[str] = set()
-    n = len(data)
-    for lead in range(3):
-        encoded = base64.b64encode(b"\0" * lead + data + b"\0\0").decode("ascii")
-        first = -(-8 * lead // 6)  # ceil
-        last = (8 * (lead + n)) // 6  # exclusive
-        fragment = encoded[first:last]
-        if fragment:
-            out.add(fragment)
-    standalone = base64.b64encode(data).decode("ascii")
-    out.add(standalone)
-    out.add(standalone.rstrip("="))
-    return out
-
-
-def _percent_forms(value: str) -> set[str]:
-    forms = {quote(value, safe=""), quote(value), quote_plus(value, safe=""), quote_plus(value)}
-    lowered = {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), f) for f in forms}
-    return forms | lowered
-
-
-def _json_forms(value: str) -> set[str]:
-    once = {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-    twice = {json.dumps(f)[1:-1] for f in once}
-    return once | twice
-
-
-def value_variants(value: str) -> set[str]:
-    """Every form in which `value` can travel: raw, JSON-escaped (also `\\/`),
-    percent-encoded (quote and quote_plus, upper- and lower-case hex), base64 standard and
-    url-safe, padded or not, at all three alignments inside a larger blob."""
-    forms: set[str] = {value}
-    forms |= _json_forms(value)
-    forms |= _percent_forms(value)
-    raw = value.encode("utf-8", "surrogateescape")
-    for fragment in _b64_fragments(raw):
-        forms.add(fragment)
-        forms.add(fragment.replace("+", "-").replace("/", "_"))
-    # JSON writers may escape "/" as "\/"; percent forms may themselves be JSON-escaped.
-    forms |= {f.replace("/", "\\/") for f in forms if "/" in f}
-    return {f for f in forms if f}
 
 
 # --- the collector ----------------------------------------------------------------------
@@ -312,23 +170,11 @@ class RunSecrets:
         """
         env = os.environ if environ is None else environ
         secrets = cls(env, min_length=min_length, skip_short=skip_short)
-        for name in sorted(env):
-            value = env[name]
-            upper = name.upper()
-            if upper in _ORDINARY_NAMES:
-                continue
-            password = _URL_PASSWORD.match(value)
-            if password and (_URL_NAME.search(upper) or looks_secret_env_name(name)):
-                value = password.group(1)
-                hint = "its URL's password"
-            elif not looks_secret_env_name(name):
-                continue
-            elif value.strip().lower() in _FLAG_VALUES:
+        for name, value, hint in secret_variables(env):
+            if hint is None:
                 secrets._skipped.add(name)
-                continue
             else:
-                hint = "its value"
-            secrets._register(name, value, source_hint=hint)
+                secrets._register(name, value, source_hint=hint)
         return secrets
 
     # -- registration --
@@ -336,8 +182,8 @@ class RunSecrets:
     @raised_at_entry
     def declare(self, slot: str, source: SecretSource = None) -> None:
         """Say where `slot` is read from, without reading it yet."""
-        _check_slot(slot)
-        _check_source(slot, source)
+        check_slot(slot)
+        check_source(slot, source)
         with self._lock:
             self._own()
             self._sources[slot] = source
@@ -351,13 +197,13 @@ class RunSecrets:
     @raised_at_entry
     def add(self, slot: str, value: str | bytes | SecretStr | SecretBytes) -> None:
         """Register a value for `slot` (a slot may hold several, e.g. a refreshed token)."""
-        _check_slot(slot)
-        self._register(slot, _decode(slot, value))
+        check_slot(slot)
+        self._register(slot, decoded(slot, value))
 
     @raised_at_entry
     def read(self, slot: str) -> str:
         """Resolve `slot` from its source, register the value and return it."""
-        _check_slot(slot)
+        check_slot(slot)
         value = self._resolve(slot)
         if value is None:
             raise SecretError(
@@ -369,33 +215,7 @@ class RunSecrets:
         return value
 
     def _resolve(self, slot: str) -> str | None:
-        source = self._sources.get(slot)
-        if source is None:
-            env = os.environ if self._environ is None else self._environ
-            raw = env.get(slot)
-            return None if raw is None else raw
-        if isinstance(source, (SecretStr, SecretBytes)):
-            return _decode(slot, source)
-        if isinstance(source, os.PathLike):
-            path = Path(source)
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                raise SecretError(
-                    slot,
-                    f"cannot read its file {path}: {exc.strerror or type(exc).__name__}",
-                    "check the path and its permissions",
-                ) from None
-            return _decode(slot, data).rstrip("\r\n")
-        try:
-            produced = source()
-        except Exception as exc:
-            raise SecretError(
-                slot,
-                f"its source callable raised {type(exc).__name__}",
-                "fix the callable that provides this credential",
-            ) from None
-        return None if produced is None else _decode(slot, produced)
+        return read_source(slot, self._sources.get(slot), self._environ)
 
     def learn(self, slot: str, value: str) -> None:
         """Register a credential a request sent (see `Redactor.learn`): a stand-in value
@@ -403,7 +223,7 @@ class RunSecrets:
         keys the way the live one did; a short one is refused as by `add`; one longer
         than `MAX_LEARNED_LENGTH` is passed over (it is still redacted where it was sent
         by name)."""
-        _check_slot(slot)
+        check_slot(slot)
         if len(value) > MAX_LEARNED_LENGTH:
             return
         self._register(slot, value, keep_stand_in=len(value) >= self._min_length)
@@ -485,11 +305,6 @@ class RunSecrets:
         with self._lock:
             return dict(sorted(self._dummies.items()))
 
-    @property
-    def skip_short(self) -> bool:
-        """Whether stand-in values are skipped (nothing recorded) rather than refused."""
-        return self._skip_short
-
     def patterns(self) -> list[tuple[str, str]]:
         """Every (variant, slot) to search for, sorted; for the redactor, never for display."""
         with self._lock:
@@ -547,29 +362,6 @@ class RunSecrets:
         raise UsageError("RunSecrets cannot be copied; share the one instance instead")
 
 
-def _check_slot(slot: object) -> None:
-    if not isinstance(slot, str) or not slot:
-        raise UsageError("a secret slot name must be a non-empty str")
-
-
-def _check_source(slot: str, source: object) -> None:
-    if source is None or isinstance(source, (os.PathLike, SecretStr, SecretBytes)):
-        return
-    if isinstance(source, (str, bytes)):
-        raise SecretError(
-            slot,
-            "a str or bytes source is ambiguous (a value? a path? a variable name?)",
-            "pass pathlib.Path(...) for a file, a callable, a SecretStr, or None for the "
-            "environment variable of that name",
-        )
-    if not callable(source):
-        raise SecretError(
-            slot,
-            f"a {type(source).__name__} is not a secret source",
-            "pass None, a pathlib.Path, a zero-argument callable or a SecretStr",
-        )
-
-
 # --- collecting from components ---------------------------------------------------------
 
 
@@ -623,9 +415,9 @@ def _collect(secrets: RunSecrets, component: object) -> None:
 
 
 def _declare_and_read(secrets: RunSecrets, slot: object, source: object) -> None:
-    _check_slot(slot)
+    check_slot(slot)
     assert isinstance(slot, str)
-    _check_source(slot, source)
+    check_source(slot, source)
     secrets.declare(slot, source)  # type: ignore[arg-type]
     value = secrets._resolve(slot)
     if value is None:
@@ -657,7 +449,7 @@ def _collect_model(secrets: RunSecrets, model: BaseModel, prefix: str, active: s
 
 def _collect_value(secrets: RunSecrets, value: object, slot: str, active: set[int]) -> None:
     if isinstance(value, (SecretStr, SecretBytes)):
-        secrets._register(slot, _decode(slot, value))
+        secrets._register(slot, decoded(slot, value))
     elif isinstance(value, BaseModel):
         sep = "__" if not slot.count(".") else "."
         _collect_model(secrets, value, slot + sep, active)
