@@ -32,7 +32,6 @@ MAX_MODULE_LINES = 600
 OVERSIZED = frozenset({
     "module fixtures/_format.py",
     "module http/_documents.py",
-    "module keys/_keys.py",
 })
 
 
