@@ -319,44 +319,26 @@ def _scan(value: Any, seq: type) -> Any:
         else:
             raise _NotFast
         if new is not None:
-            rewrite = _rewrite_dict if type(value) is dict else _rewrite_list
-            return rewrite(value, item, new, seq)
+            return _rewritten(value, item, new, seq)
     return None
 
 
-def _rewrite_dict(value: dict[Any, Any], first: Any, new: Any, seq: type) -> dict[Any, Any]:
-    out = dict(value)
-    items = iter(value.items())
-    for key, item in items:
+def _rewritten(value: Any, first: Any, new: Any, seq: type) -> Any:
+    """A copy of a dict, list or `seq` (as a list) with `first` replaced by `new` and the
+    items after it scanned and rewritten."""
+    out = dict(value) if type(value) is dict else list(value)
+    items = iter(value.items() if type(value) is dict else enumerate(value))
+    for place, item in items:
         if item is first:  # values() and items() share one order: this is the one
-            out[key] = new
+            out[place] = new
             break
-    for key, item in items:
+    for place, item in items:
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
         new = _scan_item(item, seq)
         if new is not None:
-            out[key] = new
-    return out
-
-
-def _rewrite_list(
-    value: list[Any] | tuple[Any, ...], first: Any, new: Any, seq: type
-) -> list[Any]:
-    out = list(value)
-    items = enumerate(value)
-    for index, item in items:
-        if item is first:
-            out[index] = new
-            break
-    for index, item in items:
-        kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
-            continue
-        new = _scan_item(item, seq)
-        if new is not None:
-            out[index] = new
+            out[place] = new
     return out
 
 
