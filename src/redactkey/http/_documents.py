@@ -1,32 +1,14 @@
 """The HTTP document model: requests and responses as JSON documents, for every client.
 
-Pure data code: it imports no HTTP client library (neither httpx nor httpx2), so the
-vcrpy hooks, the audit and every client adapter share it. A client adapter records
-and replays with three steps, whatever its library:
-
-1. **Key the request** — ``request_document(method, url, header_pairs, body_bytes)``
-   is the document keyed as kind `KIND` (``"http"``); the HTTP `KeySpec` decides
-   which of its fields count. `header_items(mapping)` turns a dict-like header map
-   (values may be lists) into the pairs it takes.
-2. **Stream or not** — `wants_stream(document)`: the request asks for a stream (a
-   JSON body with ``"stream": true``, ``?alt=sse``, an ``Accept`` naming event streams
-   or NDJSON); `refuses_stream(document)`: it asks for one answer. Otherwise what the
-   provider does decides: `is_stream_type(content_type)` (server-sent events or
-   newline-delimited JSON). A stream is stored as chunks (a head, then one document per
-   event or line).
-3. **Store the response** — ``response_document(status, header_pairs, decoded_body)``
-   for a whole response, or ``head_document(status, header_pairs)`` followed by
-   ``chunk_documents(head, byte_pieces)`` (`achunk_documents` for async pieces) for a
-   streamed one. `decoded_body(data, content_encoding)` undoes gzip/deflate first
-   when the library did not. Responses whose status `is_environment_failure` (401,
-   429, 5xx…) are never stored.
-4. **Replay it** — `body_bytes(document)` gives a stored body's bytes;
-   `chunk_bytes(content_type, chunk)` one stored chunk as the bytes sent on the wire;
-   `live_headers(pairs)` drops hop-by-hop headers from a live response passed on.
-
-The record/replay decision itself (lookup, miss, record, environment failures) is
-`redactkey.record._exchange.HttpFixtures`, which takes these documents and a callable that
-sends the request with the client's own library.
+Pure data code: it imports no HTTP client library, so the vcrpy hooks, the audit and
+every client adapter share it. An adapter keys `request_document(...)` as kind `KIND`
+(the HTTP `KeySpec` decides which fields count); asks `wants_stream` / `refuses_stream`
+of the request and `is_stream_type` of the response whether the answer is a stream;
+stores `response_document(...)`, or `head_document(...)` and `chunk_documents(...)` for
+a stream (one chunk per event, NDJSON line or AWS frame); and replays with `body_bytes`,
+`chunk_bytes` and `stream_bytes`. The record/replay decision itself is
+`redactkey.record._exchange.HttpFixtures`; statuses that `is_environment_failure` are
+never stored.
 
 A response document is small: the status, an allowlist of headers (`RESPONSE_HEADERS`)
 and the body as parsed JSON, text or base64, already decoded from gzip/deflate/br. A
