@@ -47,44 +47,56 @@ def runs_slow(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect the tests marked slow, unless the run includes them or names their file."""
-    if runs_slow(config):
-        return
+    """Deselect the tests marked huge unless the marker expression names them (`-m huge`),
+    and the tests marked slow unless the run includes them or names their file."""
+    huge_runs = "huge" in (config.getoption("markexpr") or "")
+    slow_runs = runs_slow(config)
     named = {Path(arg.split("::", 1)[0]).resolve() for arg in config.args}
-    slow = [item for item in items
-            if item.get_closest_marker("slow") is not None and item.path not in named]
-    if slow:
-        chosen = set(slow)
+    left_out: dict[str, list[pytest.Item]] = {"huge": [], "slow": []}
+    for item in items:
+        if item.get_closest_marker("huge") is not None:
+            if not huge_runs:
+                left_out["huge"].append(item)
+        elif (not slow_runs and item.get_closest_marker("slow") is not None
+              and item.path not in named):
+            left_out["slow"].append(item)
+    chosen = {item for kind in left_out.values() for item in kind}
+    if chosen:
         items[:] = [item for item in items if item not in chosen]
-        config.hook.pytest_deselected(items=slow)
-        config.stash[_SLOW_LEFT_OUT] = len(slow)
+        config.hook.pytest_deselected(items=list(chosen))
+    config.stash[_LEFT_OUT] = {kind: len(found) for kind, found in left_out.items()}
 
 
-_SLOW_LEFT_OUT = pytest.StashKey[int]()
+_LEFT_OUT = pytest.StashKey[dict[str, int]]()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """An xdist worker tells the controller how many slow tests it left out."""
+    """An xdist worker tells the controller how many slow and huge tests it left out."""
     output = getattr(session.config, "workeroutput", None)
     if output is not None:
-        output["slow_left_out"] = session.config.stash.get(_SLOW_LEFT_OUT, 0)
+        output["left_out"] = session.config.stash.get(_LEFT_OUT, {})
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
     """(xdist, on the controller) Every worker collects every test: keep one count."""
     config: pytest.Config = node.config
-    told = getattr(node, "workeroutput", {}).get("slow_left_out", 0)
-    config.stash[_SLOW_LEFT_OUT] = max(config.stash.get(_SLOW_LEFT_OUT, 0), told)
+    told = getattr(node, "workeroutput", {}).get("left_out", {})
+    counts = config.stash.get(_LEFT_OUT, {})
+    config.stash[_LEFT_OUT] = {kind: max(counts.get(kind, 0), told.get(kind, 0))
+                               for kind in {*counts, *told}}
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print how many documentation blocks ran (tests/test_docs_examples.py, test_docs_shell.py),
-    and that slow tests were left out."""
-    left_out = terminalreporter.config.stash.get(_SLOW_LEFT_OUT, 0)
-    if left_out:
+    and how many slow and huge tests were left out."""
+    left_out = terminalreporter.config.stash.get(_LEFT_OUT, {})
+    if left_out.get("slow"):
         terminalreporter.write_line(
-            f"{left_out} slow tests deselected: CI runs them; --run-slow runs them here")
+            f"{left_out['slow']} slow tests deselected: CI runs them; --run-slow runs them here")
+    if left_out.get("huge"):
+        terminalreporter.write_line(
+            f"{left_out['huge']} huge tests deselected: `pytest -m huge` runs them")
     for test, what in (("test_python_block_runs[", "Python blocks"),
                        ("test_shell_block_runs[", "shell blocks naming redact")):
         reports = [r for key in ("passed", "failed", "skipped", "error")
