@@ -143,8 +143,10 @@ class Names:
                 return
 
     def _line(self, text: str, start: int, tried: dict[tuple[str, int], int]) -> Iterator[Pair]:
-        line = text.rfind("\n", 0, start) + 1
-        if start - line > 80 or ("line", line) in tried:
+        # (a line is looked for only in the 80 characters before the name: a text of one
+        # long line must not be searched back to its start at every name in it)
+        line = text.rfind("\n", max(0, start - 81), start) + 1
+        if (line == 0 and start > 80) or start - line > 80 or ("line", line) in tried:
             return
         tried["line", line] = 0
         match = _LINE.match(text, line)
