@@ -83,13 +83,13 @@ def write(path: Path, form: str, line: str) -> Path:
     return path
 
 
-def cost(args: list[str]) -> tuple[float, int]:
-    """Best of two CPU times of the command in this process, and its exit code."""
+def cost(args: list[str], tries: int = 2) -> tuple[float, int]:
+    """Best of `tries` CPU times of the command in this process, and its exit code."""
     collecting = gc.isenabled()
     gc.disable()
     try:
         best, code = float("inf"), -1
-        for _ in range(2):
+        for _ in range(tries):
             with contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()):
                 start = time.process_time()
@@ -115,19 +115,21 @@ COMMANDS = {"check": ["check", "--exit-zero", "--jobs", "1"],
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_whole_command_grows_linearly(command: str, piece: str, form: str, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """3x the hostile input costs the command at most 5x, ends 0 or 1 (never 2 or 3) and
-    leaves a scrubbed file that still loads."""
+    """3x the hostile input costs the command at most 5x (measured once, and again best of
+    two when once says more) and ends 0 or 1, never 2 or 3."""
     (tmp_path / ".redactkey.toml").write_text("", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
+    paths = [write(tmp_path / f"h{size}", form, fill(piece, size)) for size in (SMALL, LARGE)]
     costs = []
-    for size in (SMALL, LARGE):
-        path = write(tmp_path / f"h{size}", form, fill(piece, size))
-        seconds, code = cost([*COMMANDS[command], path.name])
+    for path in paths:
+        seconds, code = cost([*COMMANDS[command], path.name], tries=1)
         assert code in (0, 1), f"{command} {form} exit {code}"
         costs.append(seconds)
     small, large = costs
-    if large > FLOOR:
-        assert large <= GROWTH * max(small, FLOOR / 3), f"{small:.3f} s -> {large:.3f} s"
+    if large > FLOOR and large > GROWTH * max(small, FLOOR / 3):
+        small, large = (cost([*COMMANDS[command], path.name])[0] for path in paths)
+        if large > FLOOR:
+            assert large <= GROWTH * max(small, FLOOR / 3), f"{small:.3f} s -> {large:.3f} s"
 
 
 def test_forms_hold_the_line(tmp_path: Path) -> None:

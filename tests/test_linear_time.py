@@ -4,8 +4,9 @@ For every rule (read from the rules file, so a new rule is covered without a new
 every credential name, lines that repeat its keywords, its examples glued together, its
 near misses, its separators and long runs of its own characters are redacted at two sizes;
 the larger must cost no more than 5 times the smaller (linear is 3 times, a quadratic cost
-9). The measure is a ratio of CPU times in one process, so a slow or busy machine does not
-fail it; what a megabyte of each shape costs is a benchmark's figure
+9); one shape per mechanism also runs at half a megabyte and three times that, with the
+issue's bar (3.5 times). The measure is a ratio of CPU times in one process, so a slow or
+busy machine does not fail it; what a megabyte of each shape costs is a benchmark's figure
 (`tests/benchmarks/bench_hostile.py`), not a test's.
 """
 
@@ -83,14 +84,14 @@ def _cases() -> list[tuple[str, str]]:
     return sorted((label, piece) for piece, label in out.items())
 
 
-def _cost(redact: Callable[[str], object], text: str) -> float:
-    """Best of three CPU times (the cyclic collector held off: a worker's heap holding
+def _cost(redact: Callable[[str], object], text: str, tries: int = 3) -> float:
+    """Best of `tries` CPU times (the cyclic collector held off: a worker's heap holding
     every SDK of the suite costs a collection its own second)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
         best = float("inf")
-        for _ in range(3):
+        for _ in range(tries):
             start = time.process_time()
             redact(text)
             best = min(best, time.process_time() - start)
@@ -117,11 +118,30 @@ class TestHostileLines:
 
     @pytest.mark.parametrize(("label", "piece"), _cases(), ids=[c[0] for c in _cases()])
     def test_linear(self, label: str, piece: str) -> None:
-        """3x the text costs at most 5x."""
-        small = _cost(REDACTOR.redact_text, _fill(piece, SMALL))
-        large = _cost(REDACTOR.redact_text, _fill(piece, LARGE))
-        if large > FLOOR:
-            assert large <= GROWTH * max(small, FLOOR / 3), f"{small:.3f} s -> {large:.3f} s"
+        """3x the text costs at most 5x (measured once, and again best of three when once
+        says more: a busy machine may slow one run, never three)."""
+        texts = _fill(piece, SMALL), _fill(piece, LARGE)
+        small, large = (_cost(REDACTOR.redact_text, text, tries=1) for text in texts)
+        if large > FLOOR and large > GROWTH * max(small, FLOOR / 3):
+            small, large = (_cost(REDACTOR.redact_text, text) for text in texts)
+            if large > FLOOR:
+                assert large <= GROWTH * max(small, FLOOR / 3), f"{small:.3f} s -> {large:.3f} s"
+
+    # One shape per mechanism at half a megabyte and three times that, where a cost that
+    # a memory search hides at 96 KB shows (a search back to a line's start at every name
+    # of a one-line text cost 6.8x there); the bar is the issue's: 3x the text, <= 3.5x.
+    @pytest.mark.parametrize("label", [
+        "report:api_key=value", "report:authorization-repeated", "report:jwt-segments",
+        "report:masks", "report:percent", "report:json-k=k", "name:cookie:keyword'='",
+    ])
+    def test_linear_at_half_a_megabyte(self, label: str) -> None:
+        """3x the text costs at most 3.5x (measured as test_linear does)."""
+        piece = dict(_cases())[label]
+        texts = _fill(piece, 512 * KB), _fill(piece, 3 * 512 * KB)
+        small, large = (_cost(REDACTOR.redact_text, text, tries=1) for text in texts)
+        if large > 3.5 * small:
+            small, large = (_cost(REDACTOR.redact_text, text) for text in texts)
+        assert large <= 3.5 * small, f"{small:.3f} s -> {large:.3f} s"
 
     def test_every_rule_is_covered(self) -> None:
         """The cases are generated from every rule of the rules file."""
