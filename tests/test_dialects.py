@@ -27,7 +27,8 @@ from conftest import ROOT, SHARED
 from redactkey import FixtureDir, Redactor
 from redactkey.commands._migrate import migrate
 from redactkey.http._documents import request_document
-from redactkey.record._exchange import HttpFixtures, Reply
+from redactkey.record._exchange import HttpFixtures
+from redactkey.record._wire import Reply
 
 DATA = ROOT / "tests" / "data" / "dialects"
 # Refusals a migration may make: what redactkey never records, or cannot key or replay.

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError
 from ..http._documents import RESPONSE_HEADERS, request_document
-from ..record._exchange import AsyncLiveStream, AsyncStreamReply, HttpFixtures, Reply
+from ..record._exchange import HttpFixtures
+from ..record._wire import AsyncLiveStream, AsyncStreamReply, Reply
 
 try:
     import aiohttp

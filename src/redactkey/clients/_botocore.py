@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._errors import UsageError
 from ..http._documents import RESPONSE_HEADERS, request_document
-from ..record._exchange import HttpFixtures, LiveResponse, LiveStream, Reply
+from ..record._exchange import HttpFixtures
+from ..record._wire import LiveResponse, LiveStream, Reply
 
 if TYPE_CHECKING:
     from ..fixtures._store import FixtureStore

@@ -19,14 +19,8 @@ from typing import TYPE_CHECKING, Any, Final, overload
 
 from .._errors import DriftError, MissingFixtureError, UsageError, raised_at_entry
 from ..http._documents import RESPONSE_HEADERS, request_document
-from ..record._exchange import (
-    AsyncLiveStream,
-    HttpFixtures,
-    LiveStream,
-    Reply,
-    miss_body,
-    miss_needs_response,
-)
+from ..record._exchange import HttpFixtures
+from ..record._wire import AsyncLiveStream, LiveStream, Reply, miss_body, miss_needs_response
 
 if TYPE_CHECKING:
     import httpx

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import raised_at_entry
 from ..http._documents import RESPONSE_HEADERS, request_document
-from ..record._exchange import HttpFixtures, LiveStream, Reply
+from ..record._exchange import HttpFixtures
+from ..record._wire import LiveStream, Reply
 
 try:
     from requests.adapters import BaseAdapter, HTTPAdapter

@@ -23,14 +23,7 @@ from ..record._modes import MODE_ENV
 from ..record._report import RunSummary, TrackedStore, merge_parts, new_dir, new_part, shown_path
 from ..redact._redactor import Redactor
 from ..secrets._run_secrets import RunSecrets
-from ._settings import (
-    MARKER,
-    SETTINGS_KEY,
-    Options,
-    RedactkeySettings,
-    fixture_dir,
-    settings_for,
-)
+from ._settings import MARKER, SETTINGS_KEY, Options, RedactkeySettings, fixture_dir, settings_for
 
 if TYPE_CHECKING:
     from ..fixtures._answers import AnswerNormalizer

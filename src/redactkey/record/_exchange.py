@@ -29,14 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-)
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from .._errors import DriftError, FixtureFormatError, MissingFixtureError
@@ -76,30 +70,15 @@ from ._wire import (
     amarked,
     aread_whole,
     marked,
-    miss_body,
-    miss_needs_response,
     read_whole,
     sdk_miss,
-    sending_live,
     whole,
 )
 
-__all__ = [
-    "AsyncLiveStream",
-    "AsyncStreamReply",
-    "HttpFixtures",
-    "LiveResponse",
-    "LiveStream",
-    "Reply",
-    "StreamReply",
-    "miss_body",
-    "miss_needs_response",
-    "sending_live",
-]
+__all__ = ["HttpFixtures", "LiveResponse", "LiveStream"]
 
 JSON = Any
 F = TypeVar("F", bound=Callable[..., Any])
-Pairs = Iterable[tuple[str, str]]
 
 # The modes in which a live stream is read to its end although the client stopped early:
 # it is written ("record", "auto") or compared with its recording ("verify").
@@ -130,25 +109,23 @@ def _event_lines(content_type: str | None, chunks: Iterable[JSON]) -> bytes | No
 
 def _counted(method: F) -> F:
     """Key the request (unless the caller did) and count the call among identical ones
-    while it is handled (`HttpFixtures._nth`)."""
+    while it is handled (`HttpFixtures._nth`), for a plain or a coroutine method."""
+    if inspect.iscoroutinefunction(method):
+        @functools.wraps(method)
+        async def acounted(self: HttpFixtures, document: dict[str, JSON], live: Any,
+                           call: Call | None = None) -> Any:
+            call = call or self.fixtures.key(KIND, document)
+            with self._nth(call):
+                return await method(self, document, live, call)
+
+        return acounted  # type: ignore[return-value]
+
     @functools.wraps(method)
     def counted(self: HttpFixtures, document: dict[str, JSON], live: Any,
                 call: Call | None = None) -> Any:
         call = call or self.fixtures.key(KIND, document)
         with self._nth(call):
             return method(self, document, live, call)
-
-    return counted  # type: ignore[return-value]
-
-
-def _acounted(method: F) -> F:
-    """`_counted` for a coroutine method."""
-    @functools.wraps(method)
-    async def counted(self: HttpFixtures, document: dict[str, JSON], live: Any,
-                      call: Call | None = None) -> Any:
-        call = call or self.fixtures.key(KIND, document)
-        with self._nth(call):
-            return await method(self, document, live, call)
 
     return counted  # type: ignore[return-value]
 
@@ -350,7 +327,7 @@ class HttpFixtures:
 
     # -- async -------------------------------------------------------------------------
 
-    @_acounted
+    @_counted
     async def aexchange(self, document: dict[str, JSON],
                         open_stream: Callable[[], Awaitable[AsyncLiveStream]],
                         call: Call | None = None) -> Reply | AsyncStreamReply:
@@ -376,7 +353,7 @@ class HttpFixtures:
             if not taken:
                 await opened.aclose()
 
-    @_acounted
+    @_counted
     async def acall(self, document: dict[str, JSON],
                     send: Callable[[], Awaitable[LiveResponse]],
                     call: Call | None = None) -> Reply:
@@ -395,7 +372,7 @@ class HttpFixtures:
             raise sdk_miss(miss, document, self.redactor) from None
         return self._reply(answer, call, seen)
 
-    @_acounted
+    @_counted
     async def astream(self, document: dict[str, JSON],
                       open_stream: Callable[[], Awaitable[AsyncLiveStream]],
                       call: Call | None = None) -> Reply | AsyncStreamReply:

@@ -23,14 +23,7 @@ fixtures older than that, aged by their last git commit.
 
 from __future__ import annotations
 
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-)
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
 from functools import cached_property
 from typing import Any, TypeVar, cast

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError
 
@@ -47,67 +47,52 @@ def wrap_function(
     schema: Mapping[str, Any] | None,
     decode: Callable[[Any], Any] | None,
 ) -> Callable[..., Any]:
-    def finish(value: Any, replayed: bool) -> Any:
-        return decode(value) if (decode is not None and replayed) else value
+    def keyed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[bool]]:
+        """The request, the live callee (its result awaited or iterated by the layer), and
+        whether the answer is replayed (`decode` applies only then)."""
+        replayed = [True]
+
+        def live() -> Any:
+            replayed[0] = False
+            return fn(*args, **kwargs)
+
+        return bound_request(fn, args, kwargs), live, replayed
+
+    def finish(value: Any, replayed: list[bool]) -> Any:
+        return decode(value) if (decode is not None and replayed[0]) else value
 
     is_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
     if not stream and not is_async:
         @functools.wraps(fn)
         def sync_call(*args: Any, **kwargs: Any) -> Any:
-            request = bound_request(fn, args, kwargs)
-            marker: list[bool] = []
-
-            def live() -> Any:
-                marker.append(True)
-                return fn(*args, **kwargs)
-
-            result = fixtures.call(kind, request, live, schema=schema)
-            return finish(result, replayed=not marker)
+            request, live, replayed = keyed(args, kwargs)
+            return finish(fixtures.call(kind, request, live, schema=schema), replayed)
 
         return sync_call
     if not stream:
         @functools.wraps(fn)
         async def async_call(*args: Any, **kwargs: Any) -> Any:
-            request = bound_request(fn, args, kwargs)
-            marker: list[bool] = []
-
-            async def live() -> Any:
-                marker.append(True)
-                return await fn(*args, **kwargs)
-
-            result = await fixtures.acall(kind, request, live, schema=schema)
-            return finish(result, replayed=not marker)
+            request, live, replayed = keyed(args, kwargs)
+            return finish(await fixtures.acall(kind, request, live, schema=schema), replayed)
 
         return async_call
     if not is_async:
         @functools.wraps(fn)
         def sync_stream(*args: Any, **kwargs: Any) -> Iterator[Any]:
-            request = bound_request(fn, args, kwargs)
-            marker: list[bool] = []
-
-            def live() -> Iterable[Any]:
-                marker.append(True)
-                return cast(Iterable[Any], fn(*args, **kwargs))
-
+            request, live, replayed = keyed(args, kwargs)
             chunks = fixtures.stream(kind, request, live)
-            return (finish(chunk, replayed=not marker) for chunk in chunks)
+            return (finish(chunk, replayed) for chunk in chunks)
 
         return sync_stream
 
     @functools.wraps(fn)
     def async_stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        request = bound_request(fn, args, kwargs)
-        marker: list[bool] = []
-
-        def live() -> Any:
-            marker.append(True)
-            return fn(*args, **kwargs)
-
+        request, live, replayed = keyed(args, kwargs)
         chunks = fixtures.astream(kind, request, live)
 
         async def decoded() -> AsyncIterator[Any]:
             async for chunk in chunks:
-                yield finish(chunk, replayed=not marker)
+                yield finish(chunk, replayed)
 
         return decoded()
 
