@@ -8,15 +8,27 @@ against the caller's schema), the chunks, or the recorded failure raised again.
 from __future__ import annotations
 
 import enum
+import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from typing import Any, Protocol, cast
 
 from .._errors import RecordedError, StaleFixtureError, StructuredOutputError, UsageError
 from ..fixtures._format import ChunkLines, Fixture, RecordedErrorBody
 from ..keys._canonical import pointer_join, to_json
 
-__all__ = ["AnswerCodec", "StreamRedactor", "answer_json", "copy_json", "error_type_name"]
+__all__ = ["ALive", "AnswerCodec", "StreamRedactor", "acollecting", "answer_json", "collecting",
+           "copy_json", "error_type_name", "open_async"]
+
+ALive = Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]]
 
 _PROBLEM_CHARS = 200
 
@@ -58,6 +70,40 @@ def answer_json(value: Any, pointer: str = "") -> Any:
     if model_dump is not None and hasattr(type(value), "model_fields"):
         return answer_json(model_dump(mode="json"), pointer)
     return to_json(value, pointer)
+
+
+def collecting(source: Iterable[Any], done: Callable[[list[Any]], None]) -> Iterator[Any]:
+    """The chunks of `source` passed on; once it is read to its end, `done` gets them all
+    as JSON data (an interrupted stream gives nothing)."""
+    collected: list[Any] = []
+    for chunk in source:
+        collected.append(answer_json(chunk, pointer_join("", len(collected))))
+        yield chunk
+    done(collected)
+
+
+async def open_async(live: ALive) -> AsyncIterable[Any]:
+    """The async iterable `live` gives (it may return one, or an awaitable of one)."""
+    result = live()
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+async def acollecting(live: ALive, failed: Callable[[BaseException], None],
+                      done: Callable[[list[Any]], None]) -> AsyncIterator[Any]:
+    """Async twin of `collecting`, opening `live` itself (a failure to open goes to
+    `failed` before it propagates)."""
+    try:
+        source = await open_async(live)
+    except BaseException as exc:
+        failed(exc)
+        raise
+    collected: list[Any] = []
+    async for chunk in source:
+        collected.append(answer_json(chunk, pointer_join("", len(collected))))
+        yield chunk
+    done(collected)
 
 
 def copy_json(value: Any) -> Any:

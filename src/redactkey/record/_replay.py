@@ -41,18 +41,25 @@ from ..fixtures._answers import AnswerNormalizer
 from ..fixtures._format import ChunkLines, Fixture, RecordedErrorBody
 from ..fixtures._store import FixtureStore
 from ..fixtures._verify import VerifyRules
-from ..keys._canonical import pointer_join
 from ..keys._keys import KeySpec
 from ..redact._redactor import Redactor
 from ..secrets._run_secrets import RunSecrets
-from ._codec import AnswerCodec, StreamRedactor, answer_json
+from ._codec import (
+    ALive,
+    AnswerCodec,
+    StreamRedactor,
+    acollecting,
+    answer_json,
+    collecting,
+    open_async,
+)
 from ._config import Config, load_config
 from ._keying import Call, Keying
 from ._lookup import CallLog, StoreLookup
 from ._modes import MODE_ENV, Mode, settled_mode
 from ._modes import how_to_record as advice
 from ._surfaces import ClientAdapter, wrap_function
-from ._verifying import ALive, Verifier, open_async
+from ._verifying import Verifier
 
 __all__ = ["ModelFixtures"]
 
@@ -269,14 +276,7 @@ class ModelFixtures:
             raise
         if self.mode == "verify":
             return self.verifier.stream(call, recorded, source)
-        return self._record_stream(call, source)
-
-    def _record_stream(self, call: Call, source: Iterable[Any]) -> Iterator[Any]:
-        collected: list[Any] = []
-        for chunk in source:
-            collected.append(answer_json(chunk, pointer_join("", len(collected))))
-            yield chunk
-        self._collected(call, collected)
+        return collecting(source, lambda chunks: self._collected(call, chunks))
 
     # -- async -----------------------------------------------------------------------
 
@@ -330,19 +330,8 @@ class ModelFixtures:
             if isinstance(chunks, ChunkLines):
                 return iter(chunks)  # (async too: its lines stay unread until asked for)
             return _aiter_list(chunks)
-        return self._arecord_stream(call, self._going_live(call, live))
-
-    async def _arecord_stream(self, call: Call, live: ALive) -> AsyncIterator[Any]:
-        try:
-            source = await open_async(live)
-        except BaseException as exc:
-            self._failed(call, exc)
-            raise
-        collected: list[Any] = []
-        async for chunk in source:
-            collected.append(answer_json(chunk, pointer_join("", len(collected))))
-            yield chunk
-        self._collected(call, collected)
+        return acollecting(self._going_live(call, live), lambda exc: self._failed(call, exc),
+                           lambda chunks: self._collected(call, chunks))
 
     # -- surfaces --------------------------------------------------------------------
 

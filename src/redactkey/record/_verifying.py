@@ -2,38 +2,18 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import (
-    AsyncIterable,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-)
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from .._errors import DriftError, StructuredOutputError
 from ..fixtures._format import Fixture
 from ..fixtures._verify import Difference, VerifyRules, compare_answers, compare_streams
-from ..keys._canonical import pointer_join
 from ..redact._redactor import shown_pointer
-from ._codec import AnswerCodec, answer_json, error_type_name
+from ._codec import ALive, AnswerCodec, acollecting, answer_json, collecting, error_type_name
 from ._keying import Call
 from ._lookup import StoreLookup, preview
 
-__all__ = ["ALive", "Verifier", "open_async"]
-
-ALive = Callable[[], AsyncIterable[Any] | Awaitable[AsyncIterable[Any]]]
-
-
-async def open_async(live: ALive) -> AsyncIterable[Any]:
-    """The async iterable `live` gives (it may return one, or an awaitable of one)."""
-    result = live()
-    if inspect.isawaitable(result):
-        return await result
-    return result
+__all__ = ["Verifier"]
 
 
 def _schema_difference(problem: str) -> Difference:
@@ -125,22 +105,10 @@ class Verifier:
     def stream(self, call: Call, fixture: Fixture | None,
                source: Iterable[Any]) -> Iterator[Any]:
         """The live chunks, compared with the recording once read to their end."""
-        collected: list[Any] = []
-        for chunk in source:
-            collected.append(answer_json(chunk, pointer_join("", len(collected))))
-            yield chunk
-        self._chunks(call, fixture, collected)
+        return collecting(source, lambda chunks: self._chunks(call, fixture, chunks))
 
-    async def alive(self, call: Call, fixture: Fixture | None, live: ALive,
-                    recordable: Callable[[BaseException], bool]) -> AsyncIterator[Any]:
+    def alive(self, call: Call, fixture: Fixture | None, live: ALive,
+              recordable: Callable[[BaseException], bool]) -> AsyncIterator[Any]:
         """Async twin of `stream`, opening the live source itself."""
-        try:
-            source = await open_async(live)
-        except BaseException as exc:
-            self.failure(call, fixture, exc, recordable(exc))
-            raise
-        collected: list[Any] = []
-        async for chunk in source:
-            collected.append(answer_json(chunk, pointer_join("", len(collected))))
-            yield chunk
-        self._chunks(call, fixture, collected)
+        return acollecting(live, lambda exc: self.failure(call, fixture, exc, recordable(exc)),
+                           lambda chunks: self._chunks(call, fixture, chunks))
