@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import base64
-import importlib
 import json
 from typing import Any
 
@@ -18,7 +17,6 @@ from redactkey.fixtures._format import parse_fixture, parse_replayed
 from redactkey.http._documents import (
     RESPONSE_HEADERS,
     SSEParser,
-    _merge_headers,
     body_bytes,
     body_document,
     chunk_bytes,
@@ -213,37 +211,6 @@ class TestRequestDocument:
 
         assert upload("a1b2c3d4e5") == upload("ffeeddccbb")
         assert "a1b2c3d4e5" not in json.dumps(upload("a1b2c3d4e5"))
-
-    @pytest.mark.parametrize("library", ["httpx", "httpx2"])
-    @pytest.mark.parametrize("headers", [
-        {"Content-Type": "application/json", "X-Api-Key": "k"},
-        [("X-Dup", "1"), ("x-dup", "2")],
-        {"X-Utf8": "caf\u00e9".encode()},
-        {"X-Latin1": b"\xe9\xff"},
-        {"X-Utf8": "caf\u00e9".encode(), "X-Latin1": b"\xe9\xff", "Host": "h"},
-        {"X-Nul": b"a\x00b", "X-Other": "c"},
-        {"X-Split": "\u00e9".encode()[:1], "X-Rest": "\u00e9".encode()[1:]},
-        {},
-    ])
-    def test_header_pairs_are_the_library_s_own(self, library: str, headers: Any) -> None:
-        """The transport's decoding of a request's headers gives what `multi_items()`
-        gives, whatever the headers' encoding: as a map when no name is sent twice."""
-        from redactkey.clients._httpx import _header_map
-
-        parsed = importlib.import_module(library).Headers(headers)
-        decoded = _header_map(parsed)
-        pairs = list(decoded.items()) if isinstance(decoded, dict) else decoded
-        assert pairs == parsed.multi_items()
-        assert _merge_headers(decoded) == _merge_headers(parsed.multi_items())
-
-    @pytest.mark.parametrize("library", ["httpx", "httpx2"])
-    def test_header_pairs_follow_an_encoding_set_by_hand(self, library: str) -> None:
-        """Headers told to decode as Latin-1 are read as Latin-1, UTF-8 bytes and all."""
-        from redactkey.clients._httpx import _header_map
-
-        parsed = importlib.import_module(library).Headers({"X-Utf8": "caf\u00e9".encode()})
-        parsed.encoding = "iso-8859-1"
-        assert _header_map(parsed) == parsed.multi_items() == [("x-utf8", "caf\u00c3\u00a9")]
 
     def test_headers_as_a_map_or_as_pairs_give_one_document(self) -> None:
         """`request_document` takes a map of names as it takes pairs: names lower-cased,

@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any, Final, overload
 from .._errors import DriftError, MissingFixtureError, UsageError, raised_at_entry
 from ..http._documents import RESPONSE_HEADERS, request_document
 from ..record._exchange import HttpFixtures
-from ..record._wire import AsyncLiveStream, LiveStream, Reply, miss_body, miss_needs_response
+from ..record._wire import (
+    AsyncLiveStream,
+    AsyncStreamReply,
+    LiveStream,
+    Reply,
+    StreamReply,
+    miss_body,
+    miss_needs_response,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -36,9 +44,6 @@ __all__ = ["FixtureTransport", "ForwardingTransport"]
 def _library(request: Any) -> ModuleType:
     """httpx or httpx2: the library whose request this is, which builds the response."""
     request_type = type(request)
-    module = _LIBRARIES.get(request_type)
-    if module is not None:
-        return module
     name = request_type.__module__.split(".", 1)[0]
     module = sys.modules.get(name)
     if name not in ("httpx", "httpx2") or module is None:
@@ -46,44 +51,7 @@ def _library(request: Any) -> ModuleType:
             f"FixtureTransport serves httpx and httpx2 clients, not a {request_type.__name__} "
             f"from {name!r}; pass it as `transport=` to an httpx or httpx2 client"
         )
-    if len(_LIBRARIES) < 16:  # httpx's and httpx2's request classes (and subclasses)
-        _LIBRARIES[request_type] = module
     return module
-
-
-_LIBRARIES: dict[type, ModuleType] = {}
-
-
-# What the library's own choice of a headers' encoding is before and after it chose one.
-_OWN_ENCODINGS: Final = (None, "ascii", "utf-8")
-
-
-def _header_map(headers: Any) -> dict[str, str] | list[tuple[str, str]]:
-    """The headers of an httpx or httpx2 request as `request_document` takes them: a map
-    of lower-case names, decoded at once, when no name is sent twice (the common case),
-    else `headers.multi_items()` (lower-case names) for it to join. The library's own
-    items look the encoding up again for every name and value. Unless told otherwise,
-    the library decodes every header as ASCII when it can, else as UTF-8 when it can,
-    else as Latin-1; when all of them are UTF-8 (ASCII is), that is what `decode()`
-    gives, with no codec named. An encoding set on the headers by hand is the library's
-    to apply."""
-    items = getattr(headers, "_list", None)
-    if type(items) is list and getattr(headers, "_encoding", None) in _OWN_ENCODINGS:
-        # httpx and httpx2 keep (raw name, lower-case name, value) for every header:
-        # the lower-case names are read as they are, without lowering each again.
-        try:
-            merged = {lower.decode(): value.decode() for _, lower, value in items}
-            if len(merged) == len(items):
-                return merged
-            return [(lower.decode(), value.decode()) for _, lower, value in items]
-        except (UnicodeDecodeError, TypeError, ValueError, AttributeError):
-            pass  # a Latin-1 header, or another layout: as the library's own items say
-    raw = headers.raw
-    try:
-        return [(name.lower().decode("ascii"), value.decode("ascii")) for name, value in raw]
-    except UnicodeDecodeError:
-        encoding = headers.encoding
-        return [(name.lower().decode(encoding), value.decode(encoding)) for name, value in raw]
 
 
 def _transport_bases() -> tuple[type, ...]:
@@ -290,10 +258,17 @@ class FixtureTransport(_TransportBase):
     # -- replies -----------------------------------------------------------------------
 
     @staticmethod
-    def _response(library: ModuleType, request: Any, reply: Reply) -> Any:
-        return library.Response(
-            reply.status, headers=reply.headers, content=reply.body, request=request
-        )
+    def _response(library: ModuleType, request: Any,
+                  reply: Reply | StreamReply | AsyncStreamReply) -> Any:
+        if isinstance(reply, Reply):
+            return library.Response(
+                reply.status, headers=reply.headers, content=reply.body, request=request
+            )
+        sync_stream, async_stream = _stream_types(library)
+        stream = (sync_stream(reply.pieces, reply.close) if isinstance(reply, StreamReply)
+                  else async_stream(reply.pieces, reply.aclose))
+        return library.Response(reply.status, headers=reply.headers, stream=stream,
+                                request=request)
 
     # -- sync --------------------------------------------------------------------------
 
@@ -307,7 +282,7 @@ class FixtureTransport(_TransportBase):
         """Answer one request of a sync httpx or httpx2 client."""
         library = _library(request)
         document = request_document(
-            request.method, str(request.url), _header_map(request.headers), request.read()
+            request.method, str(request.url), request.headers.multi_items(), request.read()
         )
 
         def open_stream() -> LiveStream:
@@ -323,13 +298,7 @@ class FixtureTransport(_TransportBase):
             if not miss_needs_response(document):
                 raise
             return _miss_response(library, request, miss)
-        if isinstance(reply, Reply):
-            return self._response(library, request, reply)
-        sync_stream, _ = _stream_types(library)
-        return library.Response(
-            reply.status, headers=reply.headers, stream=sync_stream(reply.pieces, reply.close),
-            request=request,
-        )
+        return self._response(library, request, reply)
 
     # -- async -------------------------------------------------------------------------
 
@@ -343,7 +312,7 @@ class FixtureTransport(_TransportBase):
         """Answer one request of an async httpx or httpx2 client."""
         library = _library(request)
         document = request_document(
-            request.method, str(request.url), _header_map(request.headers),
+            request.method, str(request.url), request.headers.multi_items(),
             await request.aread(),
         )
 
@@ -361,13 +330,7 @@ class FixtureTransport(_TransportBase):
             if not miss_needs_response(document):
                 raise
             return _miss_response(library, request, miss)
-        if isinstance(reply, Reply):
-            return self._response(library, request, reply)
-        _, async_stream = _stream_types(library)
-        return library.Response(
-            reply.status, headers=reply.headers, stream=async_stream(reply.pieces, reply.aclose),
-            request=request,
-        )
+        return self._response(library, request, reply)
 
 
 class ForwardingTransport(_TransportBase):
