@@ -18,13 +18,13 @@ headers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from .._errors import UsageError
 from ..http._documents import RESPONSE_HEADERS, request_document
 from ..record._exchange import HttpFixtures
-from ..record._wire import LiveResponse, LiveStream, Reply
+from ..record._wire import LiveResponse, LiveStream, RawBody, Reply, StreamReply, sent_bytes
 
 if TYPE_CHECKING:
     from ..fixtures._store import FixtureStore
@@ -40,42 +40,6 @@ JSON protocol error from ``x-amzn-errortype``."""
 _UNIQUE_ID: Final = "redactkey-use-botocore"
 
 
-class _Raw:
-    """The raw body botocore reads: ``stream()`` (event streams, ``.content``) and
-    ``read(amt)`` (a ``StreamingBody``)."""
-
-    def __init__(self, pieces: Iterable[bytes], close: Callable[[], None] | None = None) -> None:
-        self._pieces = iter(pieces)
-        self._buffer = b""
-        self._close = close
-
-    def stream(self, amt: int | None = None, decode_content: bool | None = None) -> Iterator[bytes]:
-        if self._buffer:
-            buffered, self._buffer = self._buffer, b""
-            yield buffered
-        yield from self._pieces
-
-    def read(self, amt: int | None = None) -> bytes:
-        while amt is None or len(self._buffer) < amt:
-            piece = next(self._pieces, None)
-            if piece is None:
-                break
-            self._buffer += piece
-        if amt is None:
-            data, self._buffer = self._buffer, b""
-        else:
-            data, self._buffer = self._buffer[:amt], self._buffer[amt:]
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        if self._close is not None:
-            close, self._close = self._close, None
-            close()
-
-
 def _text(value: str | bytes) -> str:
     return value.decode("latin-1") if isinstance(value, bytes) else str(value)
 
@@ -85,20 +49,13 @@ def _headers(headers: Any) -> list[tuple[str, str]]:
 
 
 def _request_body(body: Any) -> bytes:
-    if body is None:
-        return b""
-    if isinstance(body, (bytes, bytearray)):
-        return bytes(body)
-    if isinstance(body, str):
-        return body.encode("utf-8")
-    read = getattr(body, "read", None)
-    if read is None:
-        raise UsageError(f"use_botocore cannot key a request body of type {type(body).__name__}")
+    if not hasattr(body, "read"):
+        return sent_bytes(body)
     # A file-like upload: read it for the key, then rewind it for the live send.
     start = body.tell()
-    data = read()
+    data = sent_bytes(body)
     body.seek(start)
-    return data if isinstance(data, bytes) else str(data).encode("utf-8")
+    return data
 
 
 class _BotocoreHook:
@@ -129,14 +86,10 @@ class _BotocoreHook:
         return self._call(request, document)
 
     @staticmethod
-    def _response(request: Any, status: int, headers: Iterable[tuple[str, str]],
-                  raw: _Raw) -> Any:
+    def _response(request: Any, reply: Reply | StreamReply) -> Any:
         from botocore.awsrequest import AWSResponse
 
-        return AWSResponse(request.url, status, dict(headers), raw)
-
-    def _whole(self, request: Any, reply: Reply) -> Any:
-        return self._response(request, reply.status, reply.headers, _Raw([reply.body]))
+        return AWSResponse(request.url, reply.status, dict(reply.headers), RawBody.of(reply))
 
     def _call(self, request: Any, document: dict[str, Any]) -> Any:
         def send() -> LiveResponse:
@@ -144,7 +97,7 @@ class _BotocoreHook:
             return LiveResponse(response.status_code, _headers(response.headers),
                                 response.content)
 
-        return self._whole(request, self._http.call(document, send))
+        return self._response(request, self._http.call(document, send))
 
     def _stream(self, request: Any, document: dict[str, Any]) -> Any:
         def open_stream() -> LiveStream:
@@ -152,11 +105,7 @@ class _BotocoreHook:
             return LiveStream(response.status_code, _headers(response.headers),
                               response.raw.stream(), response.raw.close)
 
-        reply = self._http.stream(document, open_stream)
-        if isinstance(reply, Reply):
-            return self._whole(request, reply)
-        return self._response(request, reply.status, reply.headers,
-                              _Raw(reply.pieces, reply.close))
+        return self._response(request, self._http.stream(document, open_stream))
 
 
 def use_botocore(

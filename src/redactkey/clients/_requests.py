@@ -9,15 +9,14 @@ Only the glue to requests lives here: a `PreparedRequest` becomes a request docu
 from __future__ import annotations
 
 import http
-import io
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._errors import raised_at_entry
 from ..http._documents import RESPONSE_HEADERS, request_document
 from ..record._exchange import HttpFixtures
-from ..record._wire import LiveStream, Reply
+from ..record._wire import LiveStream, RawBody, Reply, StreamReply, sent_bytes
 
 try:
     from requests.adapters import BaseAdapter, HTTPAdapter
@@ -35,82 +34,6 @@ if TYPE_CHECKING:
     from ..redact._redactor import Redactor
 
 __all__ = ["RequestsAdapter"]
-
-
-class _Body:
-    """A response's `raw` fed from byte pieces: read as they come, closed at their end.
-
-    requests reads `raw.stream(chunk_size)` (`iter_content`, `iter_lines`, `.content`)
-    or `raw.read(n)`; both hand out each piece as soon as it is there, so a stream
-    passed through while recording reaches the caller as it arrives.
-    """
-
-    def __init__(self, pieces: Iterator[bytes], close: Callable[[], None]) -> None:
-        self._pieces = pieces
-        self._close = close
-        self._buffer = b""
-        self._done = False
-        self._closed = False
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def readable(self) -> bool:
-        return True
-
-    def _next(self) -> bytes:
-        if self._buffer:
-            piece, self._buffer = self._buffer, b""
-            return piece
-        if self._done:
-            return b""
-        for piece in self._pieces:
-            if piece:
-                return piece
-        self._done = True
-        self.close()  # the end of the body: a recorded stream is written now
-        return b""
-
-    def stream(self, amt: int | None = None, decode_content: bool | None = None) -> Iterator[bytes]:
-        while piece := self._next():
-            if amt is not None and len(piece) > amt:
-                piece, self._buffer = piece[:amt], piece[amt:]
-            yield piece
-
-    def read(self, amt: int | None = None, decode_content: bool | None = None,
-             cache_content: bool = False) -> bytes:
-        out = io.BytesIO()
-        while amt is None or out.tell() < amt:
-            piece = self._next()
-            if not piece:
-                break
-            if amt is not None and out.tell() + len(piece) > amt:
-                cut = amt - out.tell()
-                piece, self._buffer = piece[:cut], piece[cut:]
-            out.write(piece)
-        return out.getvalue()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._close()
-
-    def release_conn(self) -> None:
-        self.close()
-
-
-def _body_bytes(body: Any) -> bytes:
-    """A prepared body as bytes: bytes, text, a file or an iterable of pieces."""
-    if body is None:
-        return b""
-    if isinstance(body, bytes):
-        return body
-    if isinstance(body, str):
-        return body.encode("utf-8")
-    read = getattr(body, "read", None)
-    pieces: Iterable[Any] = [read()] if read is not None else body
-    return b"".join(p.encode("utf-8") if isinstance(p, str) else bytes(p) for p in pieces)
 
 
 def _header_pairs(response: Response) -> list[tuple[str, str]]:
@@ -208,7 +131,7 @@ class RequestsAdapter(BaseAdapter):
         proxies: Mapping[str, str] | None = None,
     ) -> Response:
         """Answer one prepared request: replayed, or sent through the inner adapter."""
-        body = _body_bytes(request.body)
+        body = sent_bytes(request.body)
         url = str(request.url)
         document = request_document(
             str(request.method), url, [(str(k), str(v)) for k, v in request.headers.items()],
@@ -227,30 +150,19 @@ class RequestsAdapter(BaseAdapter):
                 response.close,
             )
 
-        reply = self._http.exchange(document, open_stream)
-        if isinstance(reply, Reply):
-            pieces, close = iter([reply.body]), _nothing
-        else:
-            pieces, close = reply.pieces, reply.close
-        return self._response(request, reply.status, reply.headers, _Body(pieces, close))
+        return self._response(request, self._http.exchange(document, open_stream))
 
-    def _response(
-        self, request: PreparedRequest, status: int, headers: list[tuple[str, str]], raw: _Body
-    ) -> Response:
+    def _response(self, request: PreparedRequest, reply: Reply | StreamReply) -> Response:
         response = Response()
-        response.status_code = status
-        response.headers = _merged(headers)
+        response.status_code = reply.status
+        response.headers = _merged(reply.headers)
         response.encoding = get_encoding_from_headers(response.headers)
-        response.raw = raw
+        response.raw = RawBody.of(reply)
         try:
-            response.reason = http.HTTPStatus(status).phrase
+            response.reason = http.HTTPStatus(reply.status).phrase
         except ValueError:
             response.reason = ""
         response.url = str(request.url)
         response.request = request
         response.connection = self  # type: ignore[assignment]  # auth hooks call .send
         return response
-
-
-def _nothing() -> None:
-    return None

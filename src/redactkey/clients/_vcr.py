@@ -32,6 +32,7 @@ from ..http._documents import (
 )
 from ..keys._canonical import to_json
 from ..keys._keys import KeySpec, key_material, request_key
+from ..record._wire import sent_bytes
 from ..redact._redactor import Redactor
 
 __all__ = ["MATCHER_NAME", "VcrHooks", "use_redactkey"]
@@ -50,17 +51,9 @@ def _json_body(request: Any) -> Any:
 
 
 def _body_of(request: Any) -> bytes:
+    # (vcrpy keeps an iterator body as a list of chunks, bytes or text)
     body = getattr(request, "body_bytes", None)
-    if body is None:
-        body = request.body
-    if body is None:
-        return b""
-    if isinstance(body, str):
-        return body.encode("utf-8")
-    if isinstance(body, (bytes, bytearray)):
-        return bytes(body)
-    # vcrpy keeps an iterator body as a list of chunks (bytes or text)
-    return b"".join(p.encode("utf-8") if isinstance(p, str) else bytes(p) for p in body)
+    return sent_bytes(request.body if body is None else body)
 
 
 class VcrHooks:

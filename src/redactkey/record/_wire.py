@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import io
 import sys
 from collections.abc import (
     AsyncIterable,
@@ -29,6 +30,7 @@ __all__ = [
     "EnvironmentFailure",
     "LiveResponse",
     "LiveStream",
+    "RawBody",
     "Reply",
     "StreamReply",
     "amarked",
@@ -39,6 +41,7 @@ __all__ = [
     "read_whole",
     "sdk_miss",
     "sending_live",
+    "sent_bytes",
     "whole",
 ]
 
@@ -117,6 +120,90 @@ class AsyncStreamReply:
     def __init__(self, status: int, headers: list[tuple[str, str]],
                  pieces: AsyncIterator[bytes], aclose: Callable[[], Awaitable[None]]) -> None:
         self.status, self.headers, self.pieces, self.aclose = status, headers, pieces, aclose
+
+
+class RawBody:
+    """A reply's `raw` body (the shape of urllib3's response, which requests and botocore
+    read) fed from byte pieces: read as they come, closed at their end.
+
+    `stream(chunk_size)` (requests' `iter_content`, `iter_lines`, `.content`; botocore's
+    event streams) and `read(n)` hand out each piece as soon as it is there, so a stream
+    passed through while recording reaches the caller as it arrives.
+    """
+
+    def __init__(self, pieces: Iterable[bytes], close: Callable[[], None] = lambda: None) -> None:
+        self._pieces = iter(pieces)
+        self._close = close
+        self._buffer = b""
+        self._done = False
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @classmethod
+    def of(cls, reply: Reply | StreamReply) -> RawBody:
+        """The body of a whole or a streamed reply."""
+        if isinstance(reply, Reply):
+            return cls([reply.body])
+        return cls(reply.pieces, reply.close)
+
+    def readable(self) -> bool:
+        return True
+
+    def _next(self) -> bytes:
+        if self._buffer:
+            piece, self._buffer = self._buffer, b""
+            return piece
+        if self._done:
+            return b""
+        for piece in self._pieces:
+            if piece:
+                return piece
+        self._done = True
+        self.close()  # the end of the body: a recorded stream is written now
+        return b""
+
+    def stream(self, amt: int | None = None, decode_content: bool | None = None) -> Iterator[bytes]:
+        while piece := self._next():
+            if amt is not None and len(piece) > amt:
+                piece, self._buffer = piece[:amt], piece[amt:]
+            yield piece
+
+    def read(self, amt: int | None = None, decode_content: bool | None = None,
+             cache_content: bool = False) -> bytes:
+        out = io.BytesIO()
+        while amt is None or out.tell() < amt:
+            piece = self._next()
+            if not piece:
+                break
+            if amt is not None and out.tell() + len(piece) > amt:
+                cut = amt - out.tell()
+                piece, self._buffer = piece[:cut], piece[cut:]
+            out.write(piece)
+        return out.getvalue()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._close()
+
+    def release_conn(self) -> None:
+        self.close()
+
+
+def sent_bytes(body: Any) -> bytes:
+    """A request body as bytes: bytes, text, a file (read) or an iterable of pieces."""
+    if body is None:
+        return b""
+    if isinstance(body, (bytes, bytearray)):
+        return bytes(body)
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    read = getattr(body, "read", None)
+    pieces: Iterable[Any] = [read()] if read is not None else body
+    return b"".join(p.encode("utf-8") if isinstance(p, str) else bytes(p) for p in pieces)
 
 
 class EnvironmentFailure(Exception):
