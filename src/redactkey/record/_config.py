@@ -47,8 +47,9 @@ import os
 import re
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -67,16 +68,25 @@ __all__ = [
     "DetectorSpec",
     "KeySpecSettings",
     "VerifySettings",
-    "find_config_file",
     "load_config",
     "load_config_file",
 ]
 
 _PRIVATE_FILE = ".redactkey.toml"
+T = TypeVar("T")
 
 
 def _kebab(name: str) -> str:
     return name.replace("_", "-")
+
+
+def _checked(check: Callable[[Any], object], value: T, prefix: str = "") -> T:
+    """`value` once `check(value)` passed; its `UsageError` as pydantic's `ValueError`."""
+    try:
+        check(value)
+    except UsageError as exc:
+        raise ValueError(str(exc).removeprefix(prefix)) from None
+    return value
 
 
 class _Model(BaseModel):
@@ -186,21 +196,12 @@ class AnswerSettings(_Model):
     @field_validator("presets")
     @classmethod
     def _known_presets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        try:
-            for name in value:
-                preset(name)
-        except UsageError as exc:
-            raise ValueError(str(exc)) from None
-        return value
+        return _checked(lambda names: [preset(name) for name in names], value)
 
     @field_validator("pin", "drop")
     @classmethod
     def _pointers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        try:
-            PinFields(*value)
-        except UsageError as exc:
-            raise ValueError(str(exc)) from None
-        return value
+        return _checked(lambda pointers: PinFields(*pointers), value)
 
     def normalizers(self) -> tuple[AnswerNormalizer, ...]:
         """The answer normalizers these settings describe: presets, then pin, then drop."""
@@ -233,15 +234,9 @@ class Config(_Model):
     @field_validator("max_age")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
-        if value is not None:
-            from .._errors import UsageError
-            from ..fixtures._age import parse_duration
+        from ..fixtures._age import parse_duration
 
-            try:
-                parse_duration(value)
-            except UsageError as exc:
-                raise ValueError(str(exc)) from None
-        return value
+        return value if value is None else _checked(parse_duration, value)
 
     @field_validator("sensitive_keys", "secret_env")
     @classmethod
@@ -254,11 +249,7 @@ class Config(_Model):
     @field_validator("hosts")
     @classmethod
     def _host_aliases(cls, value: dict[str, str]) -> dict[str, str]:
-        try:
-            KeySpec.http().with_hosts(value)
-        except UsageError as exc:
-            raise ValueError(str(exc).removeprefix("KeySpec.hosts: ")) from None
-        return value
+        return _checked(KeySpec.http().with_hosts, value, "KeySpec.hosts: ")
 
     def with_hosts(self, hosts: dict[str, str]) -> Config:
         """These settings with more host aliases (`hosts` win over the configured ones)."""
@@ -350,14 +341,8 @@ def _from_pyproject(data: dict[str, Any], source: str) -> Config:
     return _validate(table, source, "tool.redactkey.")
 
 
-def find_config_file(start: Path) -> Path | None:
-    """The configuration file governing `start`: nearest `.redactkey.toml` or pyproject table."""
-    found = _governing(start)
-    return found[0] if found is not None else None
-
-
 def _governing(
-    start: Path, seen: list[tuple[str, _Signature | None]] | None = None
+    start: Path, seen: list[tuple[str, _Signature | None]]
 ) -> tuple[Path, dict[str, Any] | None] | None:
     """The configuration file governing `start` and, for a pyproject.toml, its parsed
     table (read once: looking for the table already parsed it). `seen` collects every
@@ -392,10 +377,8 @@ def _signature(path: str) -> _Signature | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _looked_at(path: Path, seen: list[tuple[str, _Signature | None]] | None) -> bool:
+def _looked_at(path: Path, seen: list[tuple[str, _Signature | None]]) -> bool:
     """Whether `path` is a regular file (`Path.is_file`), noted in `seen`."""
-    if seen is None:
-        return path.is_file()
     signature = _signature(str(path))
     seen.append((str(path), signature))
     return signature is not None
