@@ -1,43 +1,9 @@
 """`[tool.redactkey]` configuration: pyproject.toml or .redactkey.toml, validated by pydantic.
 
-    [tool.redactkey]
-    placeholder = "[REDACTED]"
-    min-secret-length = 8
-    sensitive-keys = ["x-internal-token"]      # extra credential-named fields
-    secret-env = ["ACME_PASSWORD"]             # extra environment variables holding secrets
-    max-fixture-bytes = 1048576                # the audit flags larger files
-    max-age = "90d"                            # fixtures older than this (by git) expire
-    on-expiry = "warn"                         # warn | fail | rerecord
-
-    [[tool.redactkey.detectors]]               # extra regex detectors
-    name = "acme-token"
-    pattern = "acme_[A-Za-z0-9]{32}"
-
-    [tool.redactkey.keys.http]                 # key spec overrides per kind
-    headers = ["x-tenant"]
-
-    [tool.redactkey.verify]                    # what verify mode compares
-    ignore = ["/choices/*/message/content"]    # JSON pointers, * matches one token
-    exact = ["/status"]                        # strings whose value counts
-    rel-tol = 1e-6                             # number tolerance
-
-    [tool.redactkey.hosts]                     # a proxy / fake server keys as the real host
-    "127.0.0.1:8765" = "api.openai.com"
-
-    [tool.redactkey.answers]                   # pin volatile answer fields before writing
-    presets = ["providers"]                    # OpenAI / Anthropic / Gemini ids and times
-    pin = ["/meta/request_time"]               # JSON pointers in the answer body
-    drop = ["/usage/cached"]
-
-    [[tool.redactkey.allowlist]]               # accepted false positives
-    path = "tests/cassettes/*.yaml"
-    rule = "hex-high-entropy"
-    fingerprint = "3f0c9a6b1e2d4c5a"
-    reason = "a content hash, not a secret"
-
-`.redactkey.toml` holds the same keys at its top level. `load_config(start)`
-looks in `start` and its parents for the first of `.redactkey.toml` or a
-`pyproject.toml` with a `[tool.redactkey]` table; none found means defaults.
+Every setting, with an example, is in docs/configuration.md. `.redactkey.toml` holds the
+same keys at its top level. `load_config(start)` looks in `start` and its parents for the
+first of `.redactkey.toml` or a `pyproject.toml` with a `[tool.redactkey]` table; none
+found means defaults.
 """
 
 from __future__ import annotations
