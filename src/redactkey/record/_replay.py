@@ -181,17 +181,25 @@ class ModelFixtures:
                              "pass a callable or use mode 'replay'")
         return live
 
-    def _going_live(self, call: Call, live: L | None) -> L:
-        """A miss outside replay: the callee is needed, and volatile key material is named."""
+    def _callee(self, call: Call, live: L | None) -> tuple[Fixture | None, L]:
+        """The recording verify compares a live call with (None outside verify, where a
+        miss names volatile key material instead), and the callee, which is needed."""
         callee = self._need_live(live)
+        if self.mode == "verify":
+            return self.lookup.for_verify(call), callee
         self.lookup.warn_volatile(call)
-        return callee
+        return None, callee
 
-    def _failed(self, call: Call, exc: BaseException) -> None:
-        if self.codec.recordable(exc):
+    def _failed(self, call: Call, recorded: Fixture | None, exc: BaseException) -> None:
+        if self.mode == "verify":
+            self.verifier.failure(call, recorded, exc, self.codec.recordable(exc))
+        elif self.codec.recordable(exc):
             self.lookup.write(call, error=self.codec.error_body(exc))
 
-    def _answered(self, call: Call, answer: Any, schema: Mapping[str, Any] | None) -> Any:
+    def _answered(self, call: Call, recorded: Fixture | None, answer: Any,
+                  schema: Mapping[str, Any] | None) -> Any:
+        if self.mode == "verify":
+            return self.verifier.answer(call, recorded, answer, schema)
         data = answer_json(answer)
         problems = self.codec.schema_problems(schema, data)
         if problems:
@@ -209,8 +217,11 @@ class ModelFixtures:
     def _chunks(self, fixture: Fixture) -> list[Any] | ChunkLines:
         return self.codec.chunks(fixture, lambda: self.lookup.where(fixture.kind, fixture.key))
 
-    def _collected(self, call: Call, collected: list[Any]) -> None:
-        self.lookup.write(call, chunks=self.redactor.redact_stream(collected))
+    def _collected(self, call: Call, recorded: Fixture | None, collected: list[Any]) -> None:
+        if self.mode == "verify":
+            self.verifier.chunks(call, recorded, collected)
+        else:
+            self.lookup.write(call, chunks=self.redactor.redact_stream(collected))
 
     # -- sync ------------------------------------------------------------------------
 
@@ -225,24 +236,17 @@ class ModelFixtures:
         """`call` of a request keyed already (`key`)."""
         if self.mode == "live":
             return self._need_live(live)()
-        if self.mode == "verify":
-            callee, recorded = self._need_live(live), self.lookup.for_verify(call)
-            try:
-                answer = callee()
-            except BaseException as exc:
-                self.verifier.failure(call, recorded, exc, self.codec.recordable(exc))
-                raise
-            return self.verifier.answer(call, recorded, answer, schema)
-        fixture = self.lookup.find(call, live is not None)
-        if fixture is not None:
-            return self._answer(fixture, schema)
-        live = self._going_live(call, live)
+        if self.mode != "verify":
+            fixture = self.lookup.find(call, live is not None)
+            if fixture is not None:
+                return self._answer(fixture, schema)
+        recorded, callee = self._callee(call, live)
         try:
-            answer = live()
+            answer = callee()
         except BaseException as exc:
-            self._failed(call, exc)
+            self._failed(call, recorded, exc)
             raise
-        return self._answered(call, answer, schema)
+        return self._answered(call, recorded, answer, schema)
 
     @raised_at_entry
     def stream(self, kind: str, request: Any, live: Callable[[], Iterable[Any]] | None, *,
@@ -258,25 +262,17 @@ class ModelFixtures:
         """`stream` of a request keyed already (`key`)."""
         if self.mode == "live":
             return iter(self._need_live(live)())
-        recorded = None
-        if self.mode == "verify":
-            live, recorded = self._need_live(live), self.lookup.for_verify(call)
-        else:
+        if self.mode != "verify":
             fixture = self.lookup.find(call, live is not None)
             if fixture is not None:
                 return iter(self._chunks(fixture))
-            live = self._going_live(call, live)
+        recorded, callee = self._callee(call, live)
         try:
-            source = live()
+            source = callee()
         except BaseException as exc:
-            if self.mode == "verify":
-                self.verifier.failure(call, recorded, exc, self.codec.recordable(exc))
-            else:
-                self._failed(call, exc)
+            self._failed(call, recorded, exc)
             raise
-        if self.mode == "verify":
-            return self.verifier.stream(call, recorded, source)
-        return collecting(source, lambda chunks: self._collected(call, chunks))
+        return collecting(source, lambda chunks: self._collected(call, recorded, chunks))
 
     # -- async -----------------------------------------------------------------------
 
@@ -292,24 +288,17 @@ class ModelFixtures:
         """Async twin of `call_keyed`."""
         if self.mode == "live":
             return await self._need_live(live)()
-        if self.mode == "verify":
-            callee, recorded = self._need_live(live), self.lookup.for_verify(call)
-            try:
-                answer = await callee()
-            except BaseException as exc:
-                self.verifier.failure(call, recorded, exc, self.codec.recordable(exc))
-                raise
-            return self.verifier.answer(call, recorded, answer, schema)
-        fixture = self.lookup.find(call, live is not None)
-        if fixture is not None:
-            return self._answer(fixture, schema)
-        live = self._going_live(call, live)
+        if self.mode != "verify":
+            fixture = self.lookup.find(call, live is not None)
+            if fixture is not None:
+                return self._answer(fixture, schema)
+        recorded, callee = self._callee(call, live)
         try:
-            answer = await live()
+            answer = await callee()
         except BaseException as exc:
-            self._failed(call, exc)
+            self._failed(call, recorded, exc)
             raise
-        return self._answered(call, answer, schema)
+        return self._answered(call, recorded, answer, schema)
 
     @raised_at_entry
     def astream(self, kind: str, request: Any, live: ALive | None, *,
@@ -321,17 +310,16 @@ class ModelFixtures:
         """Async twin of `stream_keyed`."""
         if self.mode == "live":
             return _passthrough(self._need_live(live))
-        if self.mode == "verify":
-            return self.verifier.alive(call, self.lookup.for_verify(call),
-                                       self._need_live(live), self.codec.recordable)
-        fixture = self.lookup.find(call, live is not None)
-        if fixture is not None:
-            chunks = self._chunks(fixture)
-            if isinstance(chunks, ChunkLines):
-                return iter(chunks)  # (async too: its lines stay unread until asked for)
-            return _aiter_list(chunks)
-        return acollecting(self._going_live(call, live), lambda exc: self._failed(call, exc),
-                           lambda chunks: self._collected(call, chunks))
+        if self.mode != "verify":
+            fixture = self.lookup.find(call, live is not None)
+            if fixture is not None:
+                chunks = self._chunks(fixture)
+                if isinstance(chunks, ChunkLines):
+                    return iter(chunks)  # (async too: its lines stay unread until asked for)
+                return _aiter_list(chunks)
+        recorded, callee = self._callee(call, live)
+        return acollecting(callee, lambda exc: self._failed(call, recorded, exc),
+                           lambda chunks: self._collected(call, recorded, chunks))
 
     # -- surfaces --------------------------------------------------------------------
 

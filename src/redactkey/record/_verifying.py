@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._errors import DriftError, StructuredOutputError
 from ..fixtures._format import Fixture
 from ..fixtures._verify import Difference, VerifyRules, compare_answers, compare_streams
 from ..redact._redactor import shown_pointer
-from ._codec import ALive, AnswerCodec, acollecting, answer_json, collecting, error_type_name
+from ._codec import AnswerCodec, answer_json, error_type_name
 from ._keying import Call
 from ._lookup import StoreLookup, preview
 
@@ -92,7 +92,8 @@ class Verifier:
             self._drift(call, [Difference("/type", "error type", fixture.error.type,
                                           live_type)])
 
-    def _chunks(self, call: Call, fixture: Fixture | None, collected: list[Any]) -> None:
+    def chunks(self, call: Call, fixture: Fixture | None, collected: list[Any]) -> None:
+        """Live chunks read to their end, compared with the recording."""
         if fixture is None:
             return
         live = self.codec.redactor.redact_stream(collected)
@@ -101,14 +102,3 @@ class Verifier:
         else:
             differences = [Difference("", f"outcome {fixture.outcome} -> stream", None, None)]
         self._drift(call, differences)
-
-    def stream(self, call: Call, fixture: Fixture | None,
-               source: Iterable[Any]) -> Iterator[Any]:
-        """The live chunks, compared with the recording once read to their end."""
-        return collecting(source, lambda chunks: self._chunks(call, fixture, chunks))
-
-    def alive(self, call: Call, fixture: Fixture | None, live: ALive,
-              recordable: Callable[[BaseException], bool]) -> AsyncIterator[Any]:
-        """Async twin of `stream`, opening the live source itself."""
-        return acollecting(live, lambda exc: self.failure(call, fixture, exc, recordable(exc)),
-                           lambda chunks: self._chunks(call, fixture, chunks))
