@@ -18,7 +18,7 @@ The SDKs are imported when a helper is called, never by this module.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._errors import UsageError
 from ._httpx import FixtureTransport
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from ..fixtures._store import FixtureStore
     from ..record._modes import Mode
     from ..redact._redactor import Redactor
+
+    Store: TypeAlias = FixtureStore | FixtureTransport  # a store, or a transport built already
 
 __all__ = [
     "anthropic",
@@ -47,10 +49,8 @@ def _import(name: str, package: str) -> Any:
         raise UsageError(f"{name} is not installed; pip install {package}") from None
 
 
-def _transport(
-    store: FixtureStore | FixtureTransport, mode: Mode | None, redactor: Redactor | None,
-    inner: Any,
-) -> FixtureTransport:
+def _transport(store: Store, mode: Mode | None, redactor: Redactor | None,
+               inner: Any) -> FixtureTransport:
     if isinstance(store, FixtureTransport):
         if mode is not None or redactor is not None or inner is not None:
             raise UsageError(
@@ -61,15 +61,9 @@ def _transport(
     return FixtureTransport(store, mode=mode, redactor=redactor, inner=inner)
 
 
-def http_clients(
-    store: FixtureStore | FixtureTransport,
-    *,
-    library: str = "httpx2",
-    mode: Mode | None = None,
-    redactor: Redactor | None = None,
-    inner: Any = None,
-    **client_kwargs: Any,
-) -> tuple[Any, Any]:
+def http_clients(store: Store, *, library: str = "httpx2", mode: Mode | None = None,
+                 redactor: Redactor | None = None, inner: Any = None,
+                 **client_kwargs: Any) -> tuple[Any, Any]:
     """``(Client, AsyncClient)`` of `library` ("httpx2" or "httpx") over one transport."""
     if library not in ("httpx", "httpx2"):
         raise UsageError(f"library is 'httpx' or 'httpx2', not {library!r}")
@@ -79,10 +73,8 @@ def http_clients(
             module.AsyncClient(transport=transport, **client_kwargs))
 
 
-def openai(
-    store: FixtureStore | FixtureTransport, *, mode: Mode | None = None,
-    redactor: Redactor | None = None, inner: Any = None, **kwargs: Any,
-) -> tuple[Any, Any]:
+def openai(store: Store, *, mode: Mode | None = None, redactor: Redactor | None = None,
+           inner: Any = None, **kwargs: Any) -> tuple[Any, Any]:
     """``(openai.OpenAI, openai.AsyncOpenAI)``, both over the transport (httpx2)."""
     sdk = _import("openai", "openai")
     sync, asynchronous = http_clients(store, mode=mode, redactor=redactor, inner=inner)
@@ -90,10 +82,8 @@ def openai(
             sdk.AsyncOpenAI(http_client=asynchronous, **kwargs))
 
 
-def anthropic(
-    store: FixtureStore | FixtureTransport, *, mode: Mode | None = None,
-    redactor: Redactor | None = None, inner: Any = None, **kwargs: Any,
-) -> tuple[Any, Any]:
+def anthropic(store: Store, *, mode: Mode | None = None, redactor: Redactor | None = None,
+              inner: Any = None, **kwargs: Any) -> tuple[Any, Any]:
     """``(anthropic.Anthropic, anthropic.AsyncAnthropic)``, both over the transport (httpx2)."""
     sdk = _import("anthropic", "anthropic")
     sync, asynchronous = http_clients(store, mode=mode, redactor=redactor, inner=inner)
@@ -101,10 +91,8 @@ def anthropic(
             sdk.AsyncAnthropic(http_client=asynchronous, **kwargs))
 
 
-def groq(
-    store: FixtureStore | FixtureTransport, *, mode: Mode | None = None,
-    redactor: Redactor | None = None, inner: Any = None, **kwargs: Any,
-) -> tuple[Any, Any]:
+def groq(store: Store, *, mode: Mode | None = None, redactor: Redactor | None = None,
+         inner: Any = None, **kwargs: Any) -> tuple[Any, Any]:
     """``(groq.Groq, groq.AsyncGroq)``, both over the transport (httpx)."""
     sdk = _import("groq", "groq")
     sync, asynchronous = http_clients(store, library="httpx", mode=mode, redactor=redactor,
@@ -113,10 +101,8 @@ def groq(
             sdk.AsyncGroq(http_client=asynchronous, **kwargs))
 
 
-def cohere(
-    store: FixtureStore | FixtureTransport, *, mode: Mode | None = None,
-    redactor: Redactor | None = None, inner: Any = None, **kwargs: Any,
-) -> tuple[Any, Any]:
+def cohere(store: Store, *, mode: Mode | None = None, redactor: Redactor | None = None,
+           inner: Any = None, **kwargs: Any) -> tuple[Any, Any]:
     """``(cohere.ClientV2, cohere.AsyncClientV2)``, both over the transport (httpx)."""
     sdk = _import("cohere", "cohere")
     sync, asynchronous = http_clients(store, library="httpx", mode=mode, redactor=redactor,
@@ -125,10 +111,8 @@ def cohere(
             sdk.AsyncClientV2(httpx_client=asynchronous, **kwargs))
 
 
-def mistral(
-    store: FixtureStore | FixtureTransport, *, mode: Mode | None = None,
-    redactor: Redactor | None = None, inner: Any = None, **kwargs: Any,
-) -> Any:
+def mistral(store: Store, *, mode: Mode | None = None, redactor: Redactor | None = None,
+            inner: Any = None, **kwargs: Any) -> Any:
     """One ``mistralai`` client whose sync (`client`) and async (`async_client`) slots both
     use the transport (httpx2). The HTTP clients are yours to close (the SDK does not)."""
     sdk = _import("mistralai.client", "mistralai")
@@ -136,10 +120,8 @@ def mistral(
     return sdk.Mistral(client=sync, async_client=asynchronous, **kwargs)
 
 
-def google_genai(
-    store: FixtureStore | FixtureTransport, *, mode: Mode | None = None,
-    redactor: Redactor | None = None, inner: Any = None, **kwargs: Any,
-) -> Any:
+def google_genai(store: Store, *, mode: Mode | None = None, redactor: Redactor | None = None,
+                 inner: Any = None, **kwargs: Any) -> Any:
     """One ``google.genai.Client`` whose `httpx_client` and `httpx_async_client` both use
     the transport (httpx); `http_options` (a dict or `HttpOptions`) is merged in."""
     _import("google.genai", "google-genai")
@@ -154,10 +136,8 @@ def google_genai(
     return genai.Client(http_options=types.HttpOptions(**options), **kwargs)
 
 
-def langchain_openai(
-    store: FixtureStore | FixtureTransport, *, mode: Mode | None = None,
-    redactor: Redactor | None = None, inner: Any = None, **kwargs: Any,
-) -> Any:
+def langchain_openai(store: Store, *, mode: Mode | None = None, redactor: Redactor | None = None,
+                     inner: Any = None, **kwargs: Any) -> Any:
     """One ``langchain_openai.ChatOpenAI`` whose `http_client` and `http_async_client` both
     use the transport (httpx2)."""
     sdk = _import("langchain_openai", "langchain-openai")
