@@ -13,7 +13,7 @@ import functools
 import sys
 import threading
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, overload
 
@@ -80,35 +80,27 @@ else:
 
 
 @functools.cache
-def _stream_types(library: ModuleType) -> tuple[type, type]:
-    """The library's sync and async byte-stream classes for a response fed from chunks."""
+def _stream_type(library: ModuleType) -> type:
+    """The library's byte stream of a streamed reply, sync or async as the reply is."""
 
-    class SyncStream(library.SyncByteStream):  # type: ignore[misc,name-defined]
-        def __init__(self, pieces: Iterator[bytes], close: Callable[[], None]) -> None:
-            self._pieces = pieces
-            self._close = close
+    class ReplyStream(library.SyncByteStream, library.AsyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, reply: Any) -> None:
+            self._reply = reply
 
         def __iter__(self) -> Iterator[bytes]:
-            yield from self._pieces
-
-        def close(self) -> None:
-            self._close()
-
-    class AsyncStream(library.AsyncByteStream):  # type: ignore[misc,name-defined]
-        def __init__(
-            self, pieces: AsyncIterator[bytes], close: Callable[[], Awaitable[None]]
-        ) -> None:
-            self._pieces = pieces
-            self._close = close
+            yield from self._reply.pieces
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            async for piece in self._pieces:
+            async for piece in self._reply.pieces:
                 yield piece
 
-        async def aclose(self) -> None:
-            await self._close()
+        def close(self) -> None:
+            self._reply.close()
 
-    return SyncStream, AsyncStream
+        async def aclose(self) -> None:
+            await self._reply.aclose()
+
+    return ReplyStream
 
 
 _NO_LOOP: Final = object()
@@ -264,11 +256,8 @@ class FixtureTransport(_TransportBase):
             return library.Response(
                 reply.status, headers=reply.headers, content=reply.body, request=request
             )
-        sync_stream, async_stream = _stream_types(library)
-        stream = (sync_stream(reply.pieces, reply.close) if isinstance(reply, StreamReply)
-                  else async_stream(reply.pieces, reply.aclose))
-        return library.Response(reply.status, headers=reply.headers, stream=stream,
-                                request=request)
+        return library.Response(reply.status, headers=reply.headers,
+                                stream=_stream_type(library)(reply), request=request)
 
     # -- sync --------------------------------------------------------------------------
 
