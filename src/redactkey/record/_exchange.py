@@ -90,10 +90,8 @@ def _status_and_headers(head: JSON) -> tuple[int, dict[str, str]] | None:
     None when it lacks them."""
     if isinstance(head, dict):
         status, headers = head.get("status"), head.get("headers")
-        if type(status) is int and 100 <= status <= 599 and isinstance(headers, dict):
-            for value in headers.values():
-                if type(value) is not str:
-                    return None
+        if (type(status) is int and 100 <= status <= 599 and isinstance(headers, dict)
+                and all(type(value) is str for value in headers.values())):
             return status, headers
     return None
 
