@@ -75,15 +75,9 @@ class Recorder:
     takes them from ``REDACTKEY_MODE`` / ``REDACTKEY_MODEL_MODE`` instead (default
     "replay"), as a test suite wants.
 
-    `secrets` (default: the secret-looking environment variables and `secret-env` of
-    `[tool.redactkey]`) and `redactor` (default: a `Redactor` over them with the
-    configured placeholder, credential names and detectors); `config` (default: the
-    nearest `[tool.redactkey]`) gives the key spec of each kind, the host aliases, the
-    answer normalizers and the verify and expiry settings; `spec`, `hosts`,
-    `answer_normalizers`, `verify`, `max_age` and `on_expiry` override them. `report` (a
-    `RunReport`) and `label` account for the calls; `on_drift` receives verify drifts
-    instead of raising them; `how_to_record` (a text, or one for tool calls and one for
-    model calls) and `how_to_rerecord` are the advice a miss and a drift end with.
+    The other settings (the secrets and redactor, `config` and what overrides it, the
+    report, drift and advice) are in docs/recorder.md; `how_to_record` is a text, or one
+    for tool calls and one for model calls.
 
     Faces: `transport()`, `requests_session()`, `aiohttp_session(**kw)`,
     `boto3_client(service, **kw)`, `models`, `tools`, `vcr_hooks()`. The HTTP faces record

@@ -9,20 +9,14 @@ came back:
     fixtures = HttpFixtures(store, mode=mode, redactor=redactor)
     reply = fixtures.exchange(document, lambda: LiveStream(status, pairs, pieces, close))
 
-`exchange` decides whether the call is a stream: the request says so (`wants_stream`,
-`refuses_stream`), else the recorded fixture does, else the live response's content
-type (`is_stream_type`), so a stream the request did not announce (Ollama's NDJSON) is
-still passed on as it arrives. `stream(document, open_stream)` and
-`call(document, send)` are the two paths when the face already knows.
-
-The reply is a `Reply` (status, headers, whole body) or, for a stream, a
-`StreamReply` (status, headers, byte pieces, `close()`); `aexchange`, `astream` and
-`acall` are the async twins. The sending callable is called only when the mode and the
-store say the call goes live; a live response is passed on byte for byte (decoded), a
-replayed one is rebuilt from its document. Responses to credential, quota and server
-failures (`is_environment_failure`) pass through and are never written. A replay miss
-is a `MissingFixtureError` named by method and URL, which is also an error of each
-loaded SDK (openai, anthropic) so that the SDK neither wraps nor retries it.
+`exchange` tells a stream by the request, else its recording, else the live response's
+content type, so a stream the request did not announce (Ollama's NDJSON) is still passed
+on as it arrives; `stream` and `call` are the two paths when the face already knows, and
+`aexchange`, `astream` and `acall` the async twins. A live response is passed on byte for
+byte (decoded), a replayed one rebuilt from its document; responses to credential, quota
+and server failures pass through unwritten. A replay miss is a `MissingFixtureError`
+named by method and URL, which is also an error of each loaded SDK (openai, anthropic)
+so that the SDK neither wraps nor retries it.
 """
 
 from __future__ import annotations
