@@ -4,14 +4,9 @@ Registered through the ``pytest11`` entry point ``redactkey``; ``-p no:redactkey
 turns it off. Each test gets one `Recorder`, the ``redactkey`` fixture, settled from
 its marker, the options, the environment and the ini file; the other fixtures are views
 of it (``redactkey_transport`` is ``redactkey.transport()``, ``model_fixtures`` is
-``redactkey.models``, ...). The plugin adds
-
-- ``--redactkey-mode`` / ``--redactkey-model-mode`` (same meaning as
-  ``REDACTKEY_MODE`` / ``REDACTKEY_MODEL_MODE``; the option wins; default
-  ``replay``) and the ``redactkey(path=..., mode=..., model_mode=...)`` marker;
-- a per-test network guard in replay (``--redactkey-allow-loopback`` for local servers);
-- ``--redactkey-verify=fail|report``, ``--redactkey-max-age`` / ``--redactkey-on-expiry``;
-- an end-of-session summary and a JSON run report, merged across pytest-xdist workers.
+``redactkey.models``, ...). Its options and ini values are in `_settings` and
+docs/pytest.md; a per-test network guard, an end-of-session summary and a JSON run
+report merged across pytest-xdist workers are `_run`'s.
 
 Nothing is patched at import time; the network guard exists only while a guarded
 test runs. The fixtures take no other fixture: each costs a test a setup of its own, so
