@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -97,29 +96,6 @@ def _event_lines(content_type: str | None, chunks: Iterable[JSON]) -> bytes | No
         lines = chunks.unread()
         return event_lines_bytes(lines) if lines is not None else None
     return None
-
-
-def _counted(method: F) -> F:
-    """Key the request (unless the caller did) and count the call among identical ones
-    while it is handled (`HttpFixtures._nth`), for a plain or a coroutine method."""
-    if inspect.iscoroutinefunction(method):
-        @functools.wraps(method)
-        async def acounted(self: HttpFixtures, document: dict[str, JSON], live: Any,
-                           call: Call | None = None) -> Any:
-            call = call or self.fixtures.key(KIND, document)
-            with self._nth(call):
-                return await method(self, document, live, call)
-
-        return acounted  # type: ignore[return-value]
-
-    @functools.wraps(method)
-    def counted(self: HttpFixtures, document: dict[str, JSON], live: Any,
-                call: Call | None = None) -> Any:
-        call = call or self.fixtures.key(KIND, document)
-        with self._nth(call):
-            return method(self, document, live, call)
-
-    return counted  # type: ignore[return-value]
 
 
 class HttpFixtures:
@@ -223,202 +199,202 @@ class HttpFixtures:
 
     # -- sync --------------------------------------------------------------------------
 
-    @_counted
     def exchange(self, document: dict[str, JSON], open_stream: Callable[[], LiveStream],
                  call: Call | None = None) -> Reply | StreamReply:
         """The response to a request document, streamed or whole as the request, its
         recording or the live response says (see the module docstring). `open_stream`
         sends the request and returns the response unread."""
         call = call or self.fixtures.key(KIND, document)
-        streams = self._streams(document, call)
-        if streams is True:
-            return self.stream(document, open_stream, call)
-        if streams is False:
-            return self.call(document, lambda: read_whole(open_stream()), call)
-        opened = marked(open_stream)()
-        taken: list[bool] = []
+        with self._nth(call):
+            streams = self._streams(document, call)
+            if streams is True:
+                return self.stream(document, open_stream, call)
+            if streams is False:
+                return self.call(document, lambda: read_whole(open_stream()), call)
+            opened = marked(open_stream)()
+            taken: list[bool] = []
 
-        def take() -> LiveStream:
-            taken.append(True)
-            return opened
+            def take() -> LiveStream:
+                taken.append(True)
+                return opened
 
-        try:
-            if is_stream_type(content_type_of(opened.headers)):
-                return self.stream(document, take, call)
-            return self.call(document, lambda: read_whole(take()), call)
-        finally:
-            if not taken:  # replayed after all (a repeat in record mode): not needed
-                opened.close()
+            try:
+                if is_stream_type(content_type_of(opened.headers)):
+                    return self.stream(document, take, call)
+                return self.call(document, lambda: read_whole(take()), call)
+            finally:
+                if not taken:  # replayed after all (a repeat in record mode): not needed
+                    opened.close()
 
-    @_counted
     def call(self, document: dict[str, JSON], send: Callable[[], LiveResponse],
              call: Call | None = None) -> Reply:
         """The whole response to a request document: replayed, or from `send` (recorded)."""
         call = call or self.fixtures.key(KIND, document)
-        seen: list[LiveResponse] = []
-        try:
-            answer = self.fixtures.call_keyed(call, lambda: self._capture(seen, marked(send)()))
-        except EnvironmentFailure as failure:
-            return whole(failure.live)
-        except (MissingFixtureError, DriftError) as miss:
-            raise sdk_miss(miss, document, self.redactor) from None
-        return self._reply(answer, call, seen)
+        with self._nth(call):
+            seen: list[LiveResponse] = []
+            try:
+                answer = self.fixtures.call_keyed(call, lambda: self._capture(seen, marked(send)()))
+            except EnvironmentFailure as failure:
+                return whole(failure.live)
+            except (MissingFixtureError, DriftError) as miss:
+                raise sdk_miss(miss, document, self.redactor) from None
+            return self._reply(answer, call, seen)
 
-    @_counted
     def stream(self, document: dict[str, JSON], open_stream: Callable[[], LiveStream],
                call: Call | None = None) -> Reply | StreamReply:
         """The streamed response to a request document: replayed chunk by chunk, or read
         from `open_stream` as the client reads it (recorded once read to its end). A
         live environment failure comes back whole, as a `Reply`."""
         call = call or self.fixtures.key(KIND, document)
-        open_stream = marked(open_stream)
-        opened: list[LiveStream] = []
+        with self._nth(call):
+            open_stream = marked(open_stream)
+            opened: list[LiveStream] = []
 
-        def live() -> Iterator[JSON]:
-            response = open_stream()
-            opened.append(response)
-            try:
-                if is_environment_failure(response.status):
-                    raise EnvironmentFailure(read_whole(response))
-                head = head_document(response.status, response.headers, self.keep)
-                yield head
-                yield from chunk_documents(head, response.pieces)
-            finally:
-                response.close()
-
-        try:
-            chunks = iter(self.fixtures.stream_keyed(call, live))
-        except (MissingFixtureError, DriftError) as miss:
-            raise sdk_miss(miss, document, self.redactor) from None
-        try:
-            head = next(chunks, None)
-        except EnvironmentFailure as failure:
-            return whole(failure.live)
-        status, headers = self._head(head, call)
-        content_type = headers.get("content-type")
-        pieces = ((self._wire(call, functools.partial(chunk_bytes, content_type, chunk))
-                   for chunk in chunks) if opened
-                  else iter([self._replayed(call, content_type, chunks)]))
-
-        def close() -> None:
-            try:
-                if self.mode in _READ_TO_THE_END:
-                    # A consumer may stop at its end marker ("[DONE]") before the stream
-                    # ends; the rest is read so the recording is complete and written.
-                    for _ in chunks:
-                        pass
-                closer = getattr(chunks, "close", None)
-                if closer is not None:
-                    closer()
-            finally:
-                for response in opened:
+            def live() -> Iterator[JSON]:
+                response = open_stream()
+                opened.append(response)
+                try:
+                    if is_environment_failure(response.status):
+                        raise EnvironmentFailure(read_whole(response))
+                    head = head_document(response.status, response.headers, self.keep)
+                    yield head
+                    yield from chunk_documents(head, response.pieces)
+                finally:
                     response.close()
 
-        shown = live_headers(opened[0].headers) if opened else list(headers.items())
-        return StreamReply(status, shown, pieces, close)
+            try:
+                chunks = iter(self.fixtures.stream_keyed(call, live))
+            except (MissingFixtureError, DriftError) as miss:
+                raise sdk_miss(miss, document, self.redactor) from None
+            try:
+                head = next(chunks, None)
+            except EnvironmentFailure as failure:
+                return whole(failure.live)
+            status, headers = self._head(head, call)
+            content_type = headers.get("content-type")
+            pieces = ((self._wire(call, functools.partial(chunk_bytes, content_type, chunk))
+                       for chunk in chunks) if opened
+                      else iter([self._replayed(call, content_type, chunks)]))
+
+            def close() -> None:
+                try:
+                    if self.mode in _READ_TO_THE_END:
+                        # A consumer may stop at its end marker ("[DONE]") before the stream
+                        # ends; the rest is read so the recording is complete and written.
+                        for _ in chunks:
+                            pass
+                    closer = getattr(chunks, "close", None)
+                    if closer is not None:
+                        closer()
+                finally:
+                    for response in opened:
+                        response.close()
+
+            shown = live_headers(opened[0].headers) if opened else list(headers.items())
+            return StreamReply(status, shown, pieces, close)
 
     # -- async -------------------------------------------------------------------------
 
-    @_counted
     async def aexchange(self, document: dict[str, JSON],
                         open_stream: Callable[[], Awaitable[AsyncLiveStream]],
                         call: Call | None = None) -> Reply | AsyncStreamReply:
         """Async twin of `exchange`."""
         call = call or self.fixtures.key(KIND, document)
-        streams = self._streams(document, call)
-        if streams is True:
-            return await self.astream(document, open_stream, call)
-        if streams is False:
-            return await self.acall(document, lambda: aread_whole(open_stream()), call)
-        opened = await amarked(open_stream)()
-        taken: list[bool] = []
+        with self._nth(call):
+            streams = self._streams(document, call)
+            if streams is True:
+                return await self.astream(document, open_stream, call)
+            if streams is False:
+                return await self.acall(document, lambda: aread_whole(open_stream()), call)
+            opened = await amarked(open_stream)()
+            taken: list[bool] = []
 
-        async def take() -> AsyncLiveStream:
-            taken.append(True)
-            return opened
+            async def take() -> AsyncLiveStream:
+                taken.append(True)
+                return opened
 
-        try:
-            if is_stream_type(content_type_of(opened.headers)):
-                return await self.astream(document, take, call)
-            return await self.acall(document, lambda: aread_whole(take()), call)
-        finally:
-            if not taken:
-                await opened.aclose()
+            try:
+                if is_stream_type(content_type_of(opened.headers)):
+                    return await self.astream(document, take, call)
+                return await self.acall(document, lambda: aread_whole(take()), call)
+            finally:
+                if not taken:
+                    await opened.aclose()
 
-    @_counted
     async def acall(self, document: dict[str, JSON],
                     send: Callable[[], Awaitable[LiveResponse]],
                     call: Call | None = None) -> Reply:
         """Async twin of `call`: `send` returns an awaitable `LiveResponse`."""
         call = call or self.fixtures.key(KIND, document)
-        seen: list[LiveResponse] = []
+        with self._nth(call):
+            seen: list[LiveResponse] = []
 
-        async def live() -> JSON:
-            return self._capture(seen, await amarked(send)())
+            async def live() -> JSON:
+                return self._capture(seen, await amarked(send)())
 
-        try:
-            answer = await self.fixtures.acall_keyed(call, live)
-        except EnvironmentFailure as failure:
-            return whole(failure.live)
-        except (MissingFixtureError, DriftError) as miss:
-            raise sdk_miss(miss, document, self.redactor) from None
-        return self._reply(answer, call, seen)
+            try:
+                answer = await self.fixtures.acall_keyed(call, live)
+            except EnvironmentFailure as failure:
+                return whole(failure.live)
+            except (MissingFixtureError, DriftError) as miss:
+                raise sdk_miss(miss, document, self.redactor) from None
+            return self._reply(answer, call, seen)
 
-    @_counted
     async def astream(self, document: dict[str, JSON],
                       open_stream: Callable[[], Awaitable[AsyncLiveStream]],
                       call: Call | None = None) -> Reply | AsyncStreamReply:
         """Async twin of `stream`: `open_stream` returns an awaitable `AsyncLiveStream`."""
         call = call or self.fixtures.key(KIND, document)
-        open_stream = amarked(open_stream)
-        opened: list[AsyncLiveStream] = []
+        with self._nth(call):
+            open_stream = amarked(open_stream)
+            opened: list[AsyncLiveStream] = []
 
-        async def live() -> AsyncIterator[JSON]:
-            response = await open_stream()
-            opened.append(response)
-            try:
-                if is_environment_failure(response.status):
-                    body = b"".join([piece async for piece in response.pieces])
-                    raise EnvironmentFailure(
-                        LiveResponse(response.status, response.headers, body))
-                head = head_document(response.status, response.headers, self.keep)
-                yield head
-                async for chunk in achunk_documents(head, aiter(response.pieces)):
-                    yield chunk
-            finally:
-                await response.aclose()
-
-        try:
-            chunks = aiter(self.fixtures.astream_keyed(call, live))
-        except (MissingFixtureError, DriftError) as miss:
-            raise sdk_miss(miss, document, self.redactor) from None
-        try:
-            head = await anext(chunks, None)
-        except EnvironmentFailure as failure:
-            return whole(failure.live)
-        status, headers = self._head(head, call)
-        content_type = headers.get("content-type")
-
-        async def pieces() -> AsyncIterator[bytes]:
-            if not opened:  # replayed: the stored chunks as one body
-                rest = chunks if isinstance(chunks, ChunkLinesIterator) else [
-                    chunk async for chunk in chunks]
-                yield self._replayed(call, content_type, rest)
-                return
-            async for chunk in chunks:
-                yield self._wire(call, functools.partial(chunk_bytes, content_type, chunk))
-
-        async def aclose() -> None:
-            try:
-                if self.mode in _READ_TO_THE_END:
-                    async for _ in chunks:
-                        pass
-                closer = getattr(chunks, "aclose", None)
-                if closer is not None:
-                    await closer()
-            finally:
-                for response in opened:
+            async def live() -> AsyncIterator[JSON]:
+                response = await open_stream()
+                opened.append(response)
+                try:
+                    if is_environment_failure(response.status):
+                        body = b"".join([piece async for piece in response.pieces])
+                        raise EnvironmentFailure(
+                            LiveResponse(response.status, response.headers, body))
+                    head = head_document(response.status, response.headers, self.keep)
+                    yield head
+                    async for chunk in achunk_documents(head, aiter(response.pieces)):
+                        yield chunk
+                finally:
                     await response.aclose()
 
-        shown = live_headers(opened[0].headers) if opened else list(headers.items())
-        return AsyncStreamReply(status, shown, pieces(), aclose)
+            try:
+                chunks = aiter(self.fixtures.astream_keyed(call, live))
+            except (MissingFixtureError, DriftError) as miss:
+                raise sdk_miss(miss, document, self.redactor) from None
+            try:
+                head = await anext(chunks, None)
+            except EnvironmentFailure as failure:
+                return whole(failure.live)
+            status, headers = self._head(head, call)
+            content_type = headers.get("content-type")
+
+            async def pieces() -> AsyncIterator[bytes]:
+                if not opened:  # replayed: the stored chunks as one body
+                    rest = chunks if isinstance(chunks, ChunkLinesIterator) else [
+                        chunk async for chunk in chunks]
+                    yield self._replayed(call, content_type, rest)
+                    return
+                async for chunk in chunks:
+                    yield self._wire(call, functools.partial(chunk_bytes, content_type, chunk))
+
+            async def aclose() -> None:
+                try:
+                    if self.mode in _READ_TO_THE_END:
+                        async for _ in chunks:
+                            pass
+                    closer = getattr(chunks, "aclose", None)
+                    if closer is not None:
+                        await closer()
+                finally:
+                    for response in opened:
+                        await response.aclose()
+
+            shown = live_headers(opened[0].headers) if opened else list(headers.items())
+            return AsyncStreamReply(status, shown, pieces(), aclose)
