@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from .._errors import DriftError, FixtureFormatError, MissingFixtureError
 from ..fixtures._format import ChunkLinesIterator
@@ -71,7 +71,6 @@ from ._wire import (
 __all__ = ["HttpFixtures", "LiveResponse", "LiveStream"]
 
 JSON = Any
-F = TypeVar("F", bound=Callable[..., Any])
 
 # The modes in which a live stream is read to its end although the client stopped early:
 # it is written ("record", "auto") or compared with its recording ("verify").
