@@ -26,7 +26,7 @@ from redactkey import (
 )
 from redactkey._errors import RedactkeyError
 from redactkey.fixtures._format import RecordedErrorBody
-from redactkey.record._modes import resolve_mode
+from redactkey.record._modes import settled_mode
 from redactkey.record._replay import ModelFixtures
 from redactkey.record._tools import ToolFixtures
 
@@ -113,17 +113,17 @@ class TestResolveMode:
     def test_resolution(self, mode: str | None, model: bool, environ: dict[str, str],
                         expected: str) -> None:
         """Argument, then the model override (model calls only), then REDACTKEY_MODE."""
-        assert resolve_mode(mode, model=model, environ=environ) == expected
+        assert settled_mode(mode, model=model, environ=environ)[0] == expected
 
     def test_bad_environment_value(self) -> None:
         """A bad variable is a ConfigError naming it and the valid modes."""
         with pytest.raises(ConfigError, match=r"REDACTKEY_MODEL_MODE.*'relpay'.*live, record"):
-            resolve_mode(model=True, environ={"REDACTKEY_MODEL_MODE": "relpay"})
+            settled_mode(None, model=True, environ={"REDACTKEY_MODEL_MODE": "relpay"})
 
     def test_bad_argument(self) -> None:
         """A bad argument is a UsageError."""
         with pytest.raises(UsageError, match="'offline' is not a mode"):
-            resolve_mode("offline")
+            settled_mode("offline", model=False)
 
     def test_fixtures_read_environment(self, tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:

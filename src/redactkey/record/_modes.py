@@ -24,7 +24,6 @@ __all__ = [
     "Mode",
     "how_to_record",
     "parse_mode",
-    "resolve_mode",
     "settled_mode",
     "settled_modes",
 ]
@@ -82,13 +81,6 @@ def settled_modes(
     if model_mode is None and not env.get(MODEL_MODE_ENV, "").strip():
         return tool, tool
     return tool, settled_mode(model_mode, model=True, environ=environ)
-
-
-def resolve_mode(
-    mode: str | None = None, *, model: bool = False, environ: Mapping[str, str] | None = None
-) -> Mode:
-    """The mode to use: `mode` when given, else the environment, else "replay"."""
-    return settled_mode(mode, model=model, environ=environ)[0]
 
 
 def how_to_record(source: str, *, model: bool) -> str:
