@@ -70,17 +70,8 @@ class _Wire(asyncio.Transport):
     def write_eof(self) -> None:
         return None
 
-    def can_write_eof(self) -> bool:
-        return True
-
     def get_write_buffer_size(self) -> int:
         return 0
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        return None
-
-    def is_reading(self) -> bool:
-        return not self._closing
 
     def pause_reading(self) -> None:
         return None
