@@ -189,9 +189,6 @@ class RawBody:
             self._closed = True
             self._close()
 
-    def release_conn(self) -> None:
-        self.close()
-
 
 def sent_bytes(body: Any) -> bytes:
     """A request body as bytes: bytes, text, a file (read) or an iterable of pieces."""
