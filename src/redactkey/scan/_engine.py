@@ -65,6 +65,14 @@ _BLOB = re.compile(r"(?:data:[\w/+.\-]+;base64,)?[A-Za-z0-9+/_\-]{256,}={0,2}")
 # Only escapes of ASCII characters are decoded: each is one character of the view.
 _PCT = re.compile(r"%([0-7][0-9A-Fa-f])")
 _SEP = b"\x00"  # between joined texts: no literal holds it
+# A hit is one int, not a tuple: a line that yields a literal every three bytes yields a
+# million of them per 3 MB (as tuples ~300 MB at once, packed ~90 MB). The search gives
+# `end << _ID | literal` (bytes); `_as_chars` gives `start << _AT | length << _ID | literal`
+# (characters), which sorts by start; a rule's candidate is `start << _ID | rule`.
+_ID = 20
+_AT = 44
+_LOW = (1 << _ID) - 1
+_LENGTH = (1 << (_AT - _ID)) - 1
 
 
 @dataclass
@@ -83,6 +91,9 @@ class _Database:
 
     def __init__(self, literals: Sequence[tuple[str, bool]]) -> None:
         self.lengths = [len(text.encode("utf-8", "surrogatepass")) for text, _ in literals]
+        if len(literals) > _LOW or max(self.lengths, default=0) > _LENGTH:
+            raise ValueError(f"{len(literals)} literals, the longest {max(self.lengths)} bytes: "
+                             f"a scan holds at most {_LOW} of at most {_LENGTH} bytes")
         self._db: Any = None
         if literals:
             self._db = hyperscan.Database()
@@ -93,9 +104,10 @@ class _Database:
             )
         self._local = threading.local()
 
-    def find(self, data: bytes) -> list[tuple[int, int]]:
-        """(literal, byte offset of its end) of every occurrence, overlapping ones too."""
-        hits: list[tuple[int, int]] = []
+    def find(self, data: bytes) -> list[int]:
+        """`end << _ID | literal` (the byte offset of its end) of every occurrence,
+        overlapping ones too."""
+        hits: list[int] = []
         if self._db is None or not data:
             return hits
         scratch = getattr(self._local, "scratch", None)
@@ -105,9 +117,8 @@ class _Database:
         return hits
 
 
-def _collect(literal: int, _start: int, end: int, _flags: int, hits: list[tuple[int, int]]
-             ) -> None:
-    hits.append((literal, end))
+def _collect(literal: int, _start: int, end: int, _flags: int, hits: list[int]) -> None:
+    hits.append(end << _ID | literal)
 
 
 @functools.lru_cache(maxsize=16)
@@ -167,39 +178,52 @@ class Scanner:
         for data in encoded:
             starts.append(at)
             at += len(data) + 1
-        found: dict[int, list[tuple[int, int]]] = {}
         lengths = self._db.lengths
-        for literal, end in self._db.find(_SEP.join(encoded)):
-            index = bisect.bisect_right(starts, end - 1) - 1
-            base = starts[index]
-            found.setdefault(index, []).append((literal, end - lengths[literal] - base))
+        found: dict[int, list[int]] = {}
+        hits = self._db.find(_SEP.join(encoded))
+        if len(texts) == 1:
+            if hits:
+                found[0] = hits
+        else:
+            for hit in hits:
+                end = hit >> _ID
+                index = bisect.bisect_right(starts, end - 1) - 1
+                found.setdefault(index, []).append((end - starts[index]) << _ID | hit & _LOW)
+        del hits
         out: list[list[Span]] = []
         for index, text in enumerate(texts):
-            raw = found.get(index)
+            raw = found.pop(index, None)
             if raw is None and not self._always and "%" not in text:
                 out.append([])
                 continue
-            hits = _as_chars(text, encoded[index], raw or [], lengths)
-            out.append(self._spans(text, hits, query))
+            # (one reference to each list of hits at a time: each goes when it is used)
+            out.append(self._spans(text, _as_chars(text, encoded[index], raw, lengths), query))
         return out
 
-    def _spans(self, text: str, hits: list[tuple[int, int, int]], query: bool,
-               *, view: bool = False) -> list[Span]:
+    def _spans(self, text: str, hits: list[int], query: bool, *, view: bool = False
+               ) -> list[Span]:
         known: list[Span] = []
         marks: list[int] = []
-        candidates: list[tuple[int, int]] = []
+        candidates: list[int] = []
         names: list[int] = []
-        for literal, start, end in hits:
-            entry = self._entries[literal]
-            if entry.slot is not None and not view:
-                known.append(Span(start, end, "known-value", entry.slot))
-            if entry.mask and not view:
-                marks.append(start)
+        entries = self._entries
+        for hit in hits:
+            entry = entries[hit & _LOW]
             if entry.rules:
-                candidates.extend((start, rule) for rule in entry.rules)
-            if entry.name is not None and not view and (query or not entry.name
-                                                        or _after_query_mark(text, start)):
+                start = hit >> _AT
+                candidates.extend(start << _ID | rule for rule in entry.rules)
+            if view or (entry.slot is None and not entry.mask and entry.name is None):
+                continue
+            start = hit >> _AT
+            end = start + (hit >> _ID & _LENGTH)
+            if entry.slot is not None:
+                known.append(Span(start, end, "known-value", entry.slot))
+            if entry.mask:
+                marks.append(start)
+            if entry.name is not None and (query or not entry.name
+                                           or _after_query_mark(text, start)):
                 names.append(end - 1)
+        del hits
         spans = list(known)
         if marks:
             spans.extend(self._masked(text, marks))
@@ -218,8 +242,7 @@ class Scanner:
 
     # -- rules ----------------------------------------------------------------------------
 
-    def _rules(self, text: str, candidates: list[tuple[int, int]], known: list[Span]
-               ) -> list[Span]:
+    def _rules(self, text: str, candidates: list[int], known: list[Span]) -> list[Span]:
         out: list[Span] = []
         ends = {span.end for span in known}
         known_starts = sorted(span.start for span in known)
@@ -227,7 +250,8 @@ class Scanner:
         last_end: dict[int, int] = {}
         absent: dict[int, bool] = {}  # a rule whose `also` literals the text lacks
         candidates.sort()  # (nearly in order already: the hits are)
-        for start, index in candidates:
+        for candidate in candidates:
+            start, index = candidate >> _ID, candidate & _LOW
             rule = self.rules[index]
             if start < last_end.get(index, 0) or (blob and start > 0):
                 continue
@@ -306,9 +330,7 @@ class Scanner:
         parts.append(text[last:])
         view = "".join(parts)
         data = view.encode("utf-8", "surrogatepass")
-        lengths = self._db.lengths
-        hits = _as_chars(view, data, [(lit, end - lengths[lit]) for lit, end in
-                                      self._db.find(data)], lengths)
+        hits = _as_chars(view, data, self._db.find(data), self._db.lengths)
         out = []
         for span in self._spans(view, hits, query, view=True):
             first = span.start + 2 * bisect.bisect_left(escapes, span.start)
@@ -404,24 +426,31 @@ def _glued_before(text: str, at: int, glue: frozenset[str]) -> bool:
                 and all(c in _HEXCHARS for c in text[at - 4:at]))
 
 
-def _as_chars(text: str, data: bytes, hits: list[tuple[int, int]], lengths: list[int]
-              ) -> list[tuple[int, int, int]]:
-    """(literal, start, end) in characters of `text` for hits in bytes of its UTF-8 `data`."""
-    # (in order of their starts: the search reports them in order of their ends, nearly so)
+def _as_chars(text: str, data: bytes, hits: list[int] | None, lengths: list[int]
+              ) -> list[int]:
+    """`start << _AT | length << _ID | literal` in characters of `text`, in order of their
+    starts, for the hits (`end << _ID | literal`, bytes) of its UTF-8 `data`."""
+    if not hits:
+        return []
     if len(data) == len(text):
-        return sorted(((literal, start, start + lengths[literal]) for literal, start in hits),
-                      key=_by_start)
-    # UTF-8 synchronises: a literal's bytes only match where its characters start and end.
-    offsets = sorted({o for literal, start in hits for o in (start, start + lengths[literal])})
-    chars: dict[int, int] = {}
-    count = last = 0
-    for offset in offsets:
-        count += len(data[last:offset].decode("utf-8", "surrogatepass"))
-        chars[offset] = count
-        last = offset
-    return sorted(((literal, chars[start], chars[start + lengths[literal]])
-                   for literal, start in hits), key=_by_start)
-
-
-def _by_start(hit: tuple[int, int, int]) -> tuple[int, int]:
-    return hit[1], hit[0]
+        out = [((hit >> _ID) - lengths[hit & _LOW]) << _AT | lengths[hit & _LOW] << _ID
+               | hit & _LOW for hit in hits]
+    else:
+        # UTF-8 synchronises: a literal's bytes only match where its characters start and
+        # end, so every offset a hit names is a character boundary.
+        offsets = sorted({o for hit in hits
+                          for o in ((hit >> _ID) - lengths[hit & _LOW], hit >> _ID)})
+        chars: dict[int, int] = {}
+        count = last = 0
+        for offset in offsets:
+            count += len(data[last:offset].decode("utf-8", "surrogatepass"))
+            chars[offset] = count
+            last = offset
+        out = []
+        for hit in hits:
+            end = hit >> _ID
+            start = chars[end - lengths[hit & _LOW]]
+            out.append(start << _AT | (chars[end] - start) << _ID | hit & _LOW)
+    hits.clear()  # (the caller's list: its memory goes before the spans are built)
+    out.sort()
+    return out
