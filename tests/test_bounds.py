@@ -274,6 +274,39 @@ class TestHundredMegabytes:
         assert run.peak_mb < 600, f"{run.peak_mb:.0f} MB"
 
 
+@pytest.mark.slow  # two whole commands on 2 MB lines that yield a finding every few bytes
+class TestDenseLines:
+    """A line that yields a candidate every three bytes, or a finding every twenty, costs
+    memory in proportion to the line, not hundreds of bytes per hit: the scan's hits are
+    packed ints (tuples: 240 MB at 2 MB) and scrub finds a JSON string's end without a
+    regular expression's repeat (which held ~120 bytes a character: 300 MB at 2 MB)."""
+
+    @pytest.mark.parametrize(("piece", "form", "command"), [
+        ("eyJ", "text", "check"),
+        ("api_key=abcdefgh1234", "json", "scrub"),
+    ])
+    def test_peak(self, workdir: Path, piece: str, form: str, command: str) -> None:
+        """Under 160 MB for 2 MB (the interpreter and its libraries are ~60 MB)."""
+        from test_hostile_commands import fill, write
+
+        path = write(workdir / "dense", form, fill(piece, 2 << 20))
+        run = run_measured([command, "--exit-zero", path.name] if command != "scrub"
+                           else [command, path.name], workdir)
+        assert run.code in (0, 1), run.err
+        assert run.peak_mb < 160, f"{run.peak_mb:.0f} MB"
+
+
+def test_json_string_end() -> None:
+    """Past the closing quote, an escaped quote passed over, an escaped backslash not."""
+    from redactkey.recordings._streams import json_string_end
+
+    for text, end in [('"ab" x', 4), ('"a\\"b" x', 6), ('"a\\\\" x', 5),
+                      ('"a\\\\\\"b" x', 8), ('"open', 5), ('x "" y', 4)]:
+        assert json_string_end(text, text.index('"')) == end, text
+        if not text.endswith("open"):  # (a closed string: JSON reads exactly that token)
+            assert isinstance(json.loads(text[text.index('"'):end]), str), text
+
+
 class TestBigHeader:
     """A 1 MB Authorization header is not learned as a credential: migrate stays small."""
 

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from ..keys._canonical import pointer_join
+from ..recordings._streams import json_string_end
 
 __all__ = ["NotInPlace", "Target", "applied", "changes_between", "edit_in_place", "gaps",
            "json_container"]
@@ -39,7 +40,9 @@ _PLAIN_INSIDE = re.compile(r": |\s#|^\s*$")
 _FLOW_INDICATOR = re.compile(r"[,\[\]{}]")
 # A text a single-quoted scalar holds on one line as it is.
 _SINGLE_QUOTABLE = re.compile(r"[\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+', re.DOTALL)
+# A JSON token but a string's body (`json_string_end` finds where a string ends: in bounded
+# memory, as a regular expression's repeat over a 3 MB string is not)
+_JSON_TOKEN = re.compile(r'"|[{}\[\],:]|[^\s{}\[\],:"]+')
 
 
 class NotInPlace(ValueError):
@@ -304,9 +307,12 @@ def _json_spans(text: str, before: Any, targets: set[Target]) -> dict[Target, tu
     # per open container: [is an object, its pointer (None: off every way), index or name]
     stack: list[list[Any]] = []
     naming = False
-    for match in _JSON_TOKEN.finditer(text):
-        token = match.group()
-        first = token[0]
+    match = _JSON_TOKEN.search(text)
+    while match is not None:
+        first = text[match.start()]
+        span = (match.start(), json_string_end(text, match.start()) if first == '"'
+                else match.end())
+        match = _JSON_TOKEN.search(text, span[1])
         if first in ",:}]":
             if first == "," and stack and not stack[-1][0]:
                 stack[-1][2] += 1
@@ -319,16 +325,16 @@ def _json_spans(text: str, before: Any, targets: set[Target]) -> dict[Target, tu
             parent = stack[-1][1]
             here = None if parent not in ways else pointer_join(parent, stack[-1][2])
         if naming:
-            stack[-1][2] = name = json.loads(token)
+            stack[-1][2] = name = json.loads(text[span[0]:span[1]])
             child = None if stack[-1][1] not in ways else pointer_join(stack[-1][1], name)
             if child is not None and (child, True) in targets:
-                out[(child, True)] = (*match.span(), "json")
+                out[(child, True)] = (*span, "json")
             naming = False
         elif first in "{[":
             stack.append([first == "{", here, 0])
             naming = first == "{"
         elif here is not None and (here, False) in targets:
-            out[(here, False)] = (*match.span(), "json")
+            out[(here, False)] = (*span, "json")
     missing = targets - set(out)
     if missing:
         raise NotInPlace(min(pointer for pointer, _ in missing))
