@@ -649,33 +649,33 @@ def test_call(model_fixtures, redactkey_settings, n):
 class TestModelFixtures:
     """`model_fixtures` records and replays through the plugin, also under xdist."""
 
-    @pytest.mark.slow  # two pytest runs of four workers each
-    def test_xdist_records_200_calls_then_replays_all(self, pytester: pytest.Pytester) -> None:
-        """Four workers record 200 calls into one tree; a replay run hits all of them."""
-        pytester.makepyfile(test_many=MODEL_CALLS.format(count=200))
-        first = pytester.runpytest_subprocess(*QUIET, "-n", "4", "--redactkey-mode=record")
-        first.assert_outcomes(passed=200)
-        first.stdout.fnmatch_lines(["replayed 0, recorded 200, missing 0, unused files 0"])
+    @pytest.mark.slow  # two pytest runs of two workers each
+    def test_xdist_records_120_calls_then_replays_all(self, pytester: pytest.Pytester) -> None:
+        """Two workers record 120 calls into one tree; a replay run hits all of them."""
+        pytester.makepyfile(test_many=MODEL_CALLS.format(count=120))
+        first = pytester.runpytest_subprocess(*QUIET, "-n", "2", "--redactkey-mode=record")
+        first.assert_outcomes(passed=120)
+        first.stdout.fnmatch_lines(["replayed 0, recorded 120, missing 0, unused files 0"])
         tree = pytester.path / "fixtures" / "test_many"
         files = sorted(tree.iterdir())
-        assert len(files) == 200
+        assert len(files) == 120
         assert all(f.name.startswith("@model.text.") for f in files)
         assert all(json.loads(f.read_text())["answer"]["text"].startswith("said ") for f in files)
         # The controller merges the workers' shares: every hit counts, and the one planted
         # file no test uses (and only it) is unused and fails the run.
         (tree / ("@model.text." + "0" * 64 + ".json")).write_bytes(files[0].read_bytes())
-        second = pytester.runpytest_subprocess(*QUIET, "-n", "4", "--redactkey-fail-unused")
-        second.assert_outcomes(passed=200)
+        second = pytester.runpytest_subprocess(*QUIET, "-n", "2", "--redactkey-fail-unused")
+        second.assert_outcomes(passed=120)
         second.stdout.fnmatch_lines([
-            "replayed 200, recorded 0, missing 0, unused files 1",
+            "replayed 120, recorded 0, missing 0, unused files 1",
             "unused fixture files (no test replayed or recorded them):",
             "  fixtures/test_many/@model.text.0000000000000000*.json",
         ])
         assert second.ret == pytest.ExitCode.TESTS_FAILED
         report = json.loads((pytester.path / ".redactkey-report.json").read_text())
-        assert len(report["replayed"]) == 200
+        assert len(report["replayed"]) == 120
         assert {e["test"] for e in report["replayed"]} == {
-            f"test_many.py::test_call[{n}]" for n in range(200)
+            f"test_many.py::test_call[{n}]" for n in range(120)
         }
 
     def test_missing_call_shows_the_nearest_recording(self, pytester: pytest.Pytester) -> None:
