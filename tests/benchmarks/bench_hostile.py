@@ -1,6 +1,6 @@
 """Benchmark: hostile lines generated from the rules, through the redactor and whole commands.
 
-    python tests/benchmarks/bench_hostile.py [--mb 1] [--commands check,audit,scrub]
+    python tests/benchmarks/bench_hostile.py [--mb 1] [--commands check,audit,scrub,migrate]
         [--forms text,json,yaml-block] [--only LABEL-SUBSTRING] [--skip-redactor]
 
 Part one redacts every hostile line of `tests/test_linear_time.py` (each rule's keywords,
@@ -10,8 +10,8 @@ CPU seconds per MB and the worst growth (3x the text: linear is 3, quadratic 9).
 
 Part two writes the shapes of `tests/test_hostile_commands.py` (the issue reports' and a
 few more) as a text file, a cassette body and a YAML block (`--forms`), at `--mb` and 3x,
-and runs each command on them in a fresh process: wall and CPU seconds, peak memory, exit
-code. The baseline is what the issue measured before the one-pass scan, printed beside each
+and runs each command on them in a fresh process (migrate on the recordings only): wall
+and CPU seconds, peak memory, exit code. The baseline is what the issue measured before the one-pass scan, printed beside each
 shape ("api_key=abcdefgh1234 x N: over 60 s at 1 MB", ...).
 
 Exit 1 when a growth passes 5, a megabyte of any line costs the redactor over 2 CPU-s, a
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ for helpers
 
 from helpers import run_measured
-from test_hostile_commands import FORMS, SHAPES, write
+from test_hostile_commands import FORMS, SHAPES, command_args, write
 from test_linear_time import REDACTOR, _cases, _cost, _fill
 
 MB = 1 << 20
@@ -55,11 +55,18 @@ def commands_part(mb: float, commands: list[str], forms: list[str], root: Path) 
     for piece, before in SHAPES.items():
         for form in forms:
             for size in (mb, 3 * mb):
-                path = write(root / "hostile", form, _fill(piece, int(size * MB)))
+                folder = root / f"in-{form}-{size}"
+                folder.mkdir(exist_ok=True)
+                path = write(folder / "hostile", form, _fill(piece, int(size * MB)))
                 bytes_mb = path.stat().st_size / MB
                 for command in commands:
-                    args = [command, "--exit-zero"] if command != "scrub" else [command]
-                    run = run_measured([*args, path.name], root)
+                    if command == "migrate" and form == "text":
+                        continue  # (migrate reads recordings)
+                    args = command_args(command, path)
+                    if command != "migrate":
+                        args.remove("--jobs")
+                        args.remove("1")
+                    run = run_measured(args, root)
                     bar = 200 + 20 * bytes_mb
                     ok = run.code in (0, 1) and run.peak_mb < bar
                     failed |= not ok
@@ -73,7 +80,7 @@ def commands_part(mb: float, commands: list[str], forms: list[str], root: Path) 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=1.0)
-    parser.add_argument("--commands", default="check,audit,scrub")
+    parser.add_argument("--commands", default="check,audit,scrub,migrate")
     parser.add_argument("--forms", default="text,json,yaml-block", help=", ".join(FORMS))
     parser.add_argument("--only", default="", help="redactor lines whose label holds this")
     parser.add_argument("--skip-redactor", action="store_true")
