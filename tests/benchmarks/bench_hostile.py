@@ -11,8 +11,9 @@ CPU seconds per MB and the worst growth (3x the text: linear is 3, quadratic 9).
 Part two writes the shapes of `tests/test_hostile_commands.py` (the issue reports' and a
 few more) as a text file, a cassette body and a YAML block (`--forms`), at `--mb` and 3x,
 and runs each command on them in a fresh process (migrate on the recordings only): wall
-and CPU seconds, peak memory, exit code. The baseline is what the issue measured before the one-pass scan, printed beside each
-shape ("api_key=abcdefgh1234 x N: over 60 s at 1 MB", ...).
+and CPU seconds, peak memory, exit code. The baseline is what the issue measured before
+the one-pass scan, printed beside each shape ("api_key=abcdefgh1234 x N: over 60 s at
+1 MB", ...).
 
 Exit 1 when a growth passes 5, a megabyte of any line costs the redactor over 2 CPU-s, a
 command exits 3 or outside 0-1, or a command's peak memory passes 200 MB + 20x the file.
