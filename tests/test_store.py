@@ -89,7 +89,9 @@ class TestFileNames:
 
     def test_names_read_as_the_patterns_read_them(self) -> None:
         """`kind_for_file_name` splits a name as the model and tool file patterns match it."""
-        from redactkey.fixtures._store import _KEY, _NAME
+        from redactkey.fixtures._format import KEY_PATTERN, NAME_PATTERN
+
+        _KEY, _NAME = KEY_PATTERN.strip("^$"), NAME_PATTERN.strip("^$")
 
         # The grammar of fixture file names, as one pattern per family would match it.
         model_file = re.compile(rf"@model\.(?P<name>{_NAME})\.(?P<key>{_KEY})\.json")
