@@ -102,11 +102,10 @@ def _as_is(value: Any, pointer: str = "") -> Any:
 
 
 def _project_fields(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_json) -> JSONValue:
-    if type(request) is not dict:  # (a plain dict, the common request, is a mapping as is)
-        request = _as_mapping(request)
-        if not isinstance(request, Mapping):
-            # A bare prompt or a tool's positional payload: all of it counts.
-            return plain(request)
+    request = _as_mapping(request)
+    if not isinstance(request, Mapping):
+        # A bare prompt or a tool's positional payload: all of it counts.
+        return plain(request)
     out: dict[str, JSONValue] = {}
     for name, item in request.items():
         if not isinstance(name, str) or not spec.counts(name) or _is_omitted(item):
@@ -122,9 +121,8 @@ def _query_dropped(name: str, patterns: tuple[str, ...]) -> bool:
 
 
 def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_json) -> JSONValue:
-    if type(request) is not dict:  # (a plain dict, the common request, is a mapping as is)
-        request = _as_mapping(request)
-    if type(request) is not dict and not isinstance(request, Mapping):
+    request = _as_mapping(request)
+    if not isinstance(request, Mapping):
         raise CanonicalizationError(
             "", f"an HTTP request is a mapping, not a {type(request).__name__}",
             'pass {"method": ..., "url": ..., "headers": {...}, "json"|"text"|"base64": ...}',
@@ -146,7 +144,7 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
         "url": projected[0],
         "query": sorted(
             [name, value] for name, value in pairs if not _query_dropped(name, spec.drop_query)
-        ) if pairs else [],
+        ),
     }
     projection["body"] = _http_body(request, plain)
     if spec.headers:
@@ -161,8 +159,6 @@ def _project_http(request: Any, spec: KeySpec, plain: Callable[..., Any] = to_js
             for name, value in headers.items()
             if str(name).lower() in spec.headers
         }
-    if not spec.ignore and (spec.fields is None or spec.fields.issuperset(projection)):
-        return projection  # every member counts (the default spec's case)
     return {name: item for name, item in projection.items() if spec.counts(name)}
 
 
@@ -248,18 +244,7 @@ def _text_meaning(text: str) -> JSONValue:
 
 
 def _http_body(request: Mapping[str, Any], plain: Callable[..., Any] = to_json) -> JSONValue:
-    if "json" in request and "text" not in request and "base64" not in request and (
-        "body" not in request
-    ):  # the common body, told at once
-        return {"json": plain(request["json"], "/json")}
-    present = [name for name in ("json", "text", "base64") if name in request]
-    if present and "body" in request:
-        raise CanonicalizationError(
-            "", f"an HTTP request has at most one body field, not {[*present, 'body']}",
-            "keep one of 'json', 'text' or 'base64'",
-        )
-    if "body" in request:
-        return _projected_body(request["body"])
+    present = [name for name in ("json", "text", "base64", "body") if name in request]
     if len(present) > 1:
         raise CanonicalizationError(
             "", f"an HTTP request has at most one body field, not {present}",
@@ -267,6 +252,8 @@ def _http_body(request: Mapping[str, Any], plain: Callable[..., Any] = to_json) 
         )
     if not present:
         return None
+    if present == ["body"]:
+        return _projected_body(request["body"])
     name = present[0]
     body = request[name]
     pointer = pointer_join("", name)
