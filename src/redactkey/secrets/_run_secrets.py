@@ -254,8 +254,7 @@ class RunSecrets:
                 _MIN_LENGTH_FIX,
             )
         with self._lock:
-            known = self._values.get(slot)
-            if known is not None and value in known and slot not in self._missing:
+            if self.holds(slot, value):
                 return  # nothing new: a shared copy stays shared
             self._own()
             values = self._values.setdefault(slot, [])
@@ -387,38 +386,30 @@ def collect_run_secrets(
 
 
 def _collect(secrets: RunSecrets, component: object) -> None:
-    if isinstance(component, str):
-        _declare_and_read(secrets, component, None)
-    elif isinstance(component, BaseModel):
+    if isinstance(component, BaseModel):
         _collect_model(secrets, component, _model_prefix(component), set())
-    elif isinstance(component, Mapping):
-        for slot, source in component.items():
-            _declare_and_read(secrets, slot, source)
-    elif hasattr(component, "secret_slots"):
+        return
+    declared: Any = component
+    if not isinstance(component, (str, Mapping)):
+        if not hasattr(component, "secret_slots"):
+            raise UsageError(
+                f"collect_run_secrets cannot read secrets from a {type(component).__name__}: "
+                "pass a slot name, a mapping of slot to source, a pydantic model, or an object "
+                "with a `secret_slots` attribute"
+            )
         declared = component.secret_slots
         if callable(declared):
             declared = declared()
-        if isinstance(declared, Mapping):
-            for slot, source in declared.items():
-                _declare_and_read(secrets, slot, source)
-        elif isinstance(declared, str):
-            _declare_and_read(secrets, declared, None)
-        else:
-            for slot in declared:
-                _declare_and_read(secrets, slot, None)
-    else:
-        raise UsageError(
-            f"collect_run_secrets cannot read secrets from a {type(component).__name__}: "
-            "pass a slot name, a mapping of slot to source, a pydantic model, or an object "
-            "with a `secret_slots` attribute"
-        )
+    if isinstance(declared, str):
+        declared = (declared,)
+    pairs = declared.items() if isinstance(declared, Mapping) else [
+        (slot, None) for slot in declared]
+    for slot, source in pairs:
+        _declare_and_read(secrets, slot, source)
 
 
-def _declare_and_read(secrets: RunSecrets, slot: object, source: object) -> None:
-    check_slot(slot)
-    assert isinstance(slot, str)
-    check_source(slot, source)
-    secrets.declare(slot, source)  # type: ignore[arg-type]
+def _declare_and_read(secrets: RunSecrets, slot: str, source: SecretSource) -> None:
+    secrets.declare(slot, source)  # (which checks both)
     value = secrets._resolve(slot)
     if value is None:
         secrets._mark_missing(slot)
