@@ -3,18 +3,9 @@
 `canonicalize(value)` first brings a Python value to plain JSON (pydantic models,
 mappings, tuples, str/int enums), naming the JSON pointer of anything JSON cannot
 hold, then serialises it byte-identically to RFC 8785. The `rfc8785` package is
-the reference implementation.
-
-The fast path (docs/decisions/0001-canonical-fast-path.md): one Python pass over
-plain data checks types and rewrites the floats whose orjson text differs from
-ECMAScript's Number.prototype.toString (integral floats become ints), then orjson
-serialises with sorted keys and 53-bit integers. orjson's output equals RFC 8785
-except in classes the pass detects and sends to the reference instead: floats in
-[1e-6, 1e-5), integral floats in [2**53, 1e21), and objects whose keys sort
-differently by UTF-16 code units than by code points (a non-BMP character against
-one in U+E000-U+FFFF). Only keys are looked at for that, in the same pass: a string
-value with an emoji costs nothing extra. Anything orjson or the pass refuses goes through `to_json`,
-which names the JSON pointer.
+the reference implementation. The fast path (one pass that rewrites the floats orjson
+writes otherwise, then orjson) and the classes it leaves to the reference are in
+docs/decisions/0001-canonical-fast-path.md.
 """
 
 from __future__ import annotations
@@ -197,7 +188,7 @@ def canonicalize(value: Any) -> bytes:
         try:
             return _fast(plain)
         except _NotFast:
-            return _reference(plain)
+            return rfc8785.dumps(plain)
     except RecursionError:
         raise CanonicalizationError(
             "", "the value nests deeper than Python's recursion limit allows",
@@ -212,11 +203,6 @@ def canonical_if_plain(value: Any) -> bytes | None:
         return _fast(value, list)  # a tuple is not what to_json returns: not plain
     except (_NotFast, RecursionError):
         return None
-
-
-def _reference(plain: JSONValue) -> bytes:
-    result: bytes = rfc8785.dumps(plain)
-    return result
 
 
 # --- the fast path ---------------------------------------------------------------
@@ -275,30 +261,20 @@ def _float(number: float) -> int | None:
 # which keeps the common, float-free request at one cheap pass.
 
 
-def _scan_item(item: Any, seq: type) -> Any:
-    kind = type(item)
-    if kind is dict or kind is list or kind is seq:
-        return _scan(item, seq)
-    if kind is float:
-        return _float(item)
-    raise _NotFast
-
-
 def _keys_sort_differently(value: dict[Any, Any]) -> bool:
     """Whether an object's keys sort differently by UTF-16 code units (RFC 8785) than by
     code points (orjson). Only a key above U+FFFF can make them differ: `_scan` asks only
     then, after one C-speed join of the keys."""
     names = list(value)
     try:
-        return sorted(names) != sorted(names, key=_utf16_key)
+        return sorted(names) != sorted(names, key=lambda name: name.encode("utf-16-be"))
     except UnicodeEncodeError:
         raise _NotFast from None  # a lone surrogate: the slow path names it
 
 
 def _scan(value: Any, seq: type) -> Any:
     """A dict, list or `seq` scanned (see above). Items are dispatched here, not through
-    `_scan_item`: one call fewer for each of the dozens of containers a chat request
-    holds."""
+    a helper: one call fewer for each of the dozens of containers a chat request holds."""
     items: Any = value
     if type(value) is dict:
         try:
@@ -336,11 +312,12 @@ def _rewritten(value: Any, first: Any, new: Any, seq: type) -> Any:
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        new = _scan_item(item, seq)
+        if kind is dict or kind is list or kind is seq:
+            new = _scan(item, seq)
+        elif kind is float:
+            new = _float(item)
+        else:
+            raise _NotFast
         if new is not None:
             out[place] = new
     return out
-
-
-def _utf16_key(key: str) -> bytes:
-    return key.encode("utf-16-be")
