@@ -47,8 +47,6 @@ def secret_variables(environ: Mapping[str, str]) -> Iterator[tuple[str, str, str
     for name in sorted(environ):
         value = environ[name]
         upper = name.upper()
-        if upper in _ORDINARY_NAMES:
-            continue
         password = _URL_PASSWORD.match(value)
         if password and (_URL_NAME.search(upper) or looks_secret_env_name(name)):
             yield name, password.group(1), "its URL's password"

@@ -1,7 +1,6 @@
-"""Where a slot's value comes from, and reading it from there.
+"""Where a slot's value comes from (`SecretSource`), and reading it from there.
 
-A source is `None` (the environment variable named like the slot), a file path, a
-zero-argument callable, or a pydantic secret. Every error names the slot, never a value.
+Every error names the slot, never a value.
 """
 
 from __future__ import annotations
