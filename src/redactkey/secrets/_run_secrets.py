@@ -1,11 +1,6 @@
-"""Run secrets: every credential a run's components read (the forms each travels in are
-`_variants`'s, where a slot reads its value from `_sources`'s).
-
-A *slot* is a named place a component reads a credential from: an environment
-variable (`OPENAI_API_KEY`), a file, a callable, a pydantic `SecretStr` field.
-`RunSecrets` holds the values of the slots read so far; `collect_run_secrets`
-gathers every slot a set of components declares or holds. A value is never
-shown: not in `repr`, `str`, an error message or a pickle (pickling is refused).
+"""Run secrets: every credential a run's components read, by slot (docs/redaction.md,
+"Run secrets"). The forms each travels in are `_variants`'s, where a slot reads its value
+from `_sources`'s. A value is never shown: not in `repr`, `str`, an error or a pickle.
 """
 
 from __future__ import annotations
@@ -87,14 +82,10 @@ def dummy_reason(value: str, min_length: int = DEFAULT_MIN_LENGTH) -> str | None
 class RunSecrets:
     """The secret values of a run, by slot name. Values are never shown.
 
-    `add(slot, value)` registers a value; `read(slot)` resolves a slot from its declared
-    source (or the environment variable of that name), registers and returns it.
-
     A stand-in value (shorter than `min_length`, or a placeholder such as `dummy`) is
-    skipped when `skip_short` is true and listed in `.dummies`; a short value is refused
-    with a `SecretError` naming the slot otherwise. `skip_short=None` (the default)
-    decides by the mode: skipped with a `DummySecretWarning` unless `REDACTKEY_MODE` or
-    `REDACTKEY_MODEL_MODE` (in `environ`, else the process environment) records.
+    skipped and listed in `.dummies` or refused as docs/redaction.md says ("Too short is
+    an error when recording"); `skip_short` fixes the choice, `None` decides by the mode
+    in `environ` (else the process environment).
     """
 
     def __init__(
@@ -161,13 +152,9 @@ class RunSecrets:
         min_length: int = DEFAULT_MIN_LENGTH,
         skip_short: bool | None = None,
     ) -> RunSecrets:
-        """Collect every environment variable whose name looks secret.
-
-        Flag-like values (empty, `0`, `1`, `true`, `no`, ...) are skipped and listed in
-        `.skipped`; URLs and DSNs contribute their password. A stand-in value (too short,
-        or a placeholder) is handled as `RunSecrets(skip_short=...)` says: skipped and
-        listed in `.skipped` and `.dummies`, or (a short one) refused with a `SecretError`.
-        """
+        """Collect every environment variable whose name looks secret (flag-like values
+        are listed in `.skipped`; URLs and DSNs give their password); stand-in values as
+        `RunSecrets(skip_short=...)` says."""
         env = os.environ if environ is None else environ
         secrets = cls(env, min_length=min_length, skip_short=skip_short)
         for name, value, hint in secret_variables(env):
@@ -372,13 +359,9 @@ def collect_run_secrets(
     min_length: int = DEFAULT_MIN_LENGTH,
     skip_short: bool | None = None,
 ) -> RunSecrets:
-    """Gather the value of every slot any component declares or holds.
-
-    A component is a slot name (read from the environment), a mapping of slot name to
-    `SecretSource`, an object with `secret_slots` (see `DeclaresSecrets`), or a pydantic
-    model (`SecretStr`/`SecretBytes` fields, nested models and `BaseSettings` too).
-    A declared slot with no value in this run is listed in `.missing`, not an error:
-    there is nothing of it to leak. Stand-in values follow `RunSecrets(skip_short=...)`.
+    """Gather the value of every slot any component declares or holds (the kinds of
+    component are in docs/redaction.md). A declared slot with no value in this run is
+    listed in `.missing`, not an error: there is nothing of it to leak.
     """
     secrets = RunSecrets(environ, min_length=min_length, skip_short=skip_short)
     secrets.collect(*components)
