@@ -1,14 +1,6 @@
-"""Request keys: the versioned key material of a call and its SHA-256.
-
-A call is `(kind, request)`. Its key material is a small document::
-
-    {"scheme": KEY_SCHEME_VERSION, "kind": kind, "request": <projection>}
-
-where the projection keeps only the request fields that decide the answer (a
-`KeySpec`), after the request was redacted and before `normalizers` rewrite
-volatile values. The key is the SHA-256 (64 lowercase hex characters) of the
-RFC 8785 bytes of that document, so it is the same on every machine, Python
-version, hash seed and dict order. Keys change only when KEY_SCHEME_VERSION does.
+"""Request keys: the versioned key material of a call (`{"kind", "request": <projection>,
+"scheme"}`) and the SHA-256 of its RFC 8785 bytes, as docs/keys.md describes them. Keys
+change only when KEY_SCHEME_VERSION does.
 """
 
 from __future__ import annotations
