@@ -305,12 +305,8 @@ def counted_part(request: Any, spec: KeySpec) -> Any:
 def material_and_key(
     kind: str, request: Any, *, spec: KeySpec | None = None, redactor: Redacts | None = None
 ) -> tuple[dict[str, JSONValue], str]:
-    """`key_material` and its key, computed together (what record and replay use).
-
-    The common request is plain JSON data already (a parsed body, the redactor's
-    copy): then one pass proves it (the canonical fast path) and gives the bytes to
-    hash, with no copy. Anything else (tuples, models, enums, normalizers, a value JSON
-    cannot hold) takes the checked path, which converts and names the bad pointer.
+    """`key_material` and its key, computed together (what record and replay use; the
+    fast path for plain JSON is docs/performance.md's "Key material and key in one pass").
     """
     if not isinstance(kind, str) or not kind:
         raise UsageError(f"kind must be a non-empty string, not {kind!r}")
@@ -324,13 +320,9 @@ def material_and_key(
 def redacted_material_and_key(
     kind: str, redacted: Any, spec: KeySpec, *, orjson_canonical: bool = False
 ) -> tuple[dict[str, JSONValue], str]:
-    """`material_and_key` of the counted part of a request, already redacted: a fresh copy,
-    or (from ModelFixtures) the request's own part when redaction changed nothing, copied
-    later if it may be written; the material may hold it as it is.
-
-    `orjson_canonical` says the redacted part is plain JSON holding no float and only
-    ASCII member names (the redactor's walk saw it): orjson's sorted bytes of the material
-    are then RFC 8785's, with no scan to prove it.
+    """`material_and_key` of the counted part of a request, already redacted (the material
+    may hold it as it is). `orjson_canonical` says it is plain JSON holding no float and
+    only ASCII member names: orjson's sorted bytes of the material are then RFC 8785's.
     """
     if not spec.normalizers:
         material = {
