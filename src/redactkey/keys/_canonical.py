@@ -51,12 +51,8 @@ def long_digit_run(data: bytes, run: int = _RUN) -> bool:
     Only such JSON text can hold an integer orjson reads as a float (below -2**63 or from
     2**64 on, i.e. 19 digits and up); text without one, orjson reads exactly as `json`
     does. With `run` 16, text without one holds no integer beyond 2**53 (16 digits) either.
-    A long text is read at every `run`-th byte first: a run of that many digits covers one
-    of those places, so only around a digit found there can a run be, and a text with
-    none costs a `run`-th of a full read. Where many are found (the counts, ids and
-    timestamps of a stream of events), the text is read at every `step`-th byte too
-    (`run` >= 2 * `step`): a run covers two of those places side by side, which short
-    numbers seldom do, and only around such a pair can it be.
+    A long text is sampled first (docs/performance.md, "The digit guard"): a run of `run`
+    digits covers one of every `run`-th bytes, and two side by side of every `step`-th.
     """
     marks = _LONG_RUN if run == _RUN else b"\x01" * run
     if len(data) < _SAMPLED_FROM or run < 4:
