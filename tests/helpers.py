@@ -16,12 +16,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from redactkey.recordings._cassettes import Recording
+from redactkey.recordings._classify import Target, open_target
+from redactkey.recordings._readers import read_recording
+
 if TYPE_CHECKING:
     from redactkey.commands._issues import Report
 
 __all__ = ["AUDIT_ONLY_RULES", "ChangingProvider", "Measured", "assert_one_answer",
            "billion_laughs", "bomb_cassette", "chat_answer", "chat_chunks",
-           "checksummed_token", "run_measured", "write_recording"]
+           "checksummed_token", "load_recording", "run_measured", "write_recording"]
 
 # rules about a fixture tree rather than a value: the audit's alone
 AUDIT_ONLY_RULES = frozenset({
@@ -264,3 +268,9 @@ def detector_spans(text: str, rules: Any = None) -> list[Any]:
     from redactkey.scan._rules import DEFAULT_RULES
 
     return Scanner(DEFAULT_RULES if rules is None else rules, None).scan(text)
+
+
+def load_recording(path: Path) -> Recording:
+    """A recording or fixture file read as `redact check` reads it (gunzipped, decoded)."""
+    opened = open_target(Target(path, str(path)))
+    return read_recording(path, opened.text, suffix=opened.suffix)

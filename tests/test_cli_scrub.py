@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from conftest import ROOT
+from helpers import load_recording
 from redactkey.commands._cli import main
 from redactkey.fixtures._format import Fixture
 from redactkey.fixtures._store import FixtureDir, kind_for_file_name
 from redactkey.keys._keys import KeySpec, key_from_material, key_material
-from redactkey.recordings._readers import load_cassette
 from test_cli_check import FAKE_OPENAI, leaky_cassette
 
 
@@ -80,7 +80,7 @@ class TestScrubCassettes:
         assert code == 0, out
         text = (workdir / "c.yaml").read_text(encoding="utf-8")
         assert FAKE_OPENAI not in text
-        cassette = load_cassette(workdir / "c.yaml")
+        cassette = load_recording(workdir / "c.yaml")
         assert cassette.interactions[0].request.header("authorization") == ["[REDACTED]"]
         assert main(["check", "c.yaml"]) == 0
         capsys.readouterr()
@@ -99,7 +99,7 @@ class TestScrubCassettes:
                 "    status:\n      code: 200\nversion: 1\n")
         (workdir / "g.yaml").write_text(text, encoding="utf-8")
         assert scrub(capsys, "--write", "g.yaml")[0] == 0
-        cassette = load_cassette(workdir / "g.yaml")
+        cassette = load_recording(workdir / "g.yaml")
         response = cassette.interactions[0].response
         assert response is not None
         assert response.body == {"echo": "token [REDACTED]"}

@@ -44,7 +44,6 @@ __all__ = [
     "load_document",
     "load_yaml_raw",
     "note_problem",
-    "read_text",
     "resolve_pointer",
 ]
 
@@ -536,15 +535,3 @@ def load_document(path: Path, text: str) -> tuple[Any, LineMap, bool]:
         raise FixtureFormatError(name, f"nested deeper than {MAX_NESTING} levels, which no "
                                  "recorded call needs; it is scanned as text only")
     return raw, lines, is_json
-
-
-def read_text(path: Path) -> str:
-    """A file's text: UTF-8, or Latin-1 for other bytes (secrets are ASCII either way)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FixtureFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return data.decode("latin-1")

@@ -36,7 +36,6 @@ from ._cassettes import (
     Recording,
     collect_problems,
     load_document,
-    read_text,
 )
 from ._limits import MAX_NESTING
 from ._streams import (
@@ -79,9 +78,7 @@ __all__ = [
     "exchanges",
     "file_stream",
     "header_sites",
-    "load_cassette",
     "names_a_stream",
-    "parse_text",
     "read_recording",
     "read_stream",
     "split_events",
@@ -191,17 +188,6 @@ def read_recording(path: Path, text: str, *, suffix: str | None = None,
             document = decode_tree(raw)
     return Recording(path=path, format=fmt, document=document, lines=lines,
                      interactions=calls, text=text, problems=list(problems))
-
-
-def parse_text(path: Path, text: str, *, normalise: bool = True) -> Recording:
-    """`read_recording` of a text named by its own path."""
-    return read_recording(path, text, normalise=normalise)
-
-
-def load_cassette(path: Path | str) -> Recording:
-    """Read one recording or fixture file; `FixtureFormatError` if it cannot be parsed."""
-    target = Path(path)
-    return read_recording(target, read_text(target))
 
 
 # --------------------------------------------------------------------------- exchanges
