@@ -443,15 +443,6 @@ def refuses_stream(document: Mapping[str, JSON]) -> bool:
     return isinstance(body, Mapping) and body.get("stream") is False
 
 
-def _ndjson_lines(pending: bytes, piece: bytes) -> tuple[list[bytes], bytes]:
-    lines = (pending + piece).split(b"\n")
-    return lines[:-1], lines[-1]
-
-
-def _line_document(line: bytes) -> dict[str, JSON]:
-    return body_document("application/json", line.rstrip(b"\r")) or {"text": ""}
-
-
 def frame_document(headers: list[list[JSON]], payload: bytes) -> dict[str, JSON]:
     """The stored form of one AWS event-stream frame: ``{"headers": [[name, value]...],
     and the payload as "json" | "text" | "base64"}`` (headers in wire order)."""
@@ -469,58 +460,63 @@ def frame_bytes(document: Mapping[str, JSON]) -> bytes:
     return encode_frame(document.get("headers", []), body_bytes(document))
 
 
+class _Chunker:
+    """The stored chunks of a streamed response, each as soon as the pieces fed complete
+    it: one per server-sent event, one per line of newline-delimited JSON, one per AWS
+    event-stream frame, or one body document for any other content (at the end)."""
+
+    def __init__(self, content_type: str | None) -> None:
+        self._content_type = content_type
+        self._events = SSEParser() if is_event_stream(content_type) else None
+        self._frames = FrameDecoder() if is_aws_event_stream(content_type) else None
+        self._lines = is_ndjson(content_type)
+        self._pending = b""  # an NDJSON line not yet ended
+        self._held: list[bytes] = []  # any other content, joined at the end
+
+    def _line(self, line: bytes) -> dict[str, JSON]:
+        return body_document("application/json", line.rstrip(b"\r")) or {"text": ""}
+
+    def feed(self, piece: bytes) -> list[JSON]:
+        if self._events is not None:
+            return self._events.feed(piece)
+        if self._frames is not None:
+            return [frame_document(headers, payload)
+                    for headers, payload in self._frames.feed(piece)]
+        if not self._lines:
+            self._held.append(piece)
+            return []
+        *lines, self._pending = (self._pending + piece).split(b"\n")
+        return [self._line(line) for line in lines]
+
+    def finish(self) -> list[JSON]:
+        if self._events is not None:
+            return self._events.finish()
+        if self._frames is not None:
+            self._frames.finish()
+            return []
+        if self._lines:
+            return [self._line(self._pending)] if self._pending else []
+        return [body_document(self._content_type, b"".join(self._held))]
+
+
 def chunk_documents(head: Mapping[str, JSON], pieces: Iterable[bytes]) -> Iterator[JSON]:
-    """The stored chunks after `head` of a streamed response, each as soon as it is
-    complete: one per server-sent event, one per line of newline-delimited JSON, one per
-    AWS event-stream frame, or one body document for any other content."""
-    content_type = head["headers"].get("content-type")
-    if is_event_stream(content_type):
-        yield from iter_events(pieces)
-    elif is_ndjson(content_type):
-        pending = b""
-        for piece in pieces:
-            lines, pending = _ndjson_lines(pending, piece)
-            yield from (_line_document(line) for line in lines)
-        if pending:
-            yield _line_document(pending)
-    elif is_aws_event_stream(content_type):
-        decoder = FrameDecoder()
-        for piece in pieces:
-            for headers, payload in decoder.feed(piece):
-                yield frame_document(headers, payload)
-        decoder.finish()
-    else:
-        yield body_document(content_type, b"".join(pieces))
+    """The stored chunks after `head` of a streamed response (see `_Chunker`)."""
+    chunker = _Chunker(head["headers"].get("content-type"))
+    for piece in pieces:
+        yield from chunker.feed(piece)
+    yield from chunker.finish()
 
 
 async def achunk_documents(
     head: Mapping[str, JSON], pieces: AsyncIterator[bytes]
 ) -> AsyncIterator[JSON]:
     """Async twin of `chunk_documents`."""
-    content_type = head["headers"].get("content-type")
-    if is_event_stream(content_type):
-        parser = SSEParser()
-        async for piece in pieces:
-            for event in parser.feed(piece):
-                yield event
-        for event in parser.finish():
-            yield event
-    elif is_ndjson(content_type):
-        pending = b""
-        async for piece in pieces:
-            lines, pending = _ndjson_lines(pending, piece)
-            for line in lines:
-                yield _line_document(line)
-        if pending:
-            yield _line_document(pending)
-    elif is_aws_event_stream(content_type):
-        decoder = FrameDecoder()
-        async for piece in pieces:
-            for headers, payload in decoder.feed(piece):
-                yield frame_document(headers, payload)
-        decoder.finish()
-    else:
-        yield body_document(content_type, b"".join([piece async for piece in pieces]))
+    chunker = _Chunker(head["headers"].get("content-type"))
+    async for piece in pieces:
+        for chunk in chunker.feed(piece):
+            yield chunk
+    for chunk in chunker.finish():
+        yield chunk
 
 
 def chunk_bytes(content_type: str | None, chunk: Mapping[str, JSON]) -> bytes:
