@@ -101,10 +101,9 @@ class Unreadable(Exception):
 
 @dataclass(frozen=True)
 class Opened:
-    """The text of a file and how it was opened (`plain` or `gzip`)."""
+    """The text of a file and the suffix that names its format."""
 
     text: str
-    container: str
     suffix: str  # the suffix that names the format (`.yaml` for `x.yaml.gz`)
 
 
@@ -244,18 +243,16 @@ def open_target(target: Target) -> Opened:
         raise Unreadable(target.display, f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:
         raise too_large(target)
-    container = "plain"
     if data[:2] == b"\x1f\x8b":
         try:
             data = bounded_decompress(data)  # nested gzip layers too, each within the cap
         except OverCap as exc:
             hint = "; gunzip it to have it read in pieces" if "more than" in exc.problem else ""
             raise Unreadable(target.display, exc.problem + hint) from None
-        container = "gzip"
         if b"\0" in data[:_SNIFF]:
             raise Unreadable(target.display, "binary data inside the gzip")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = data.decode("latin-1")
-    return Opened(text, container, inner_suffix(target.path))
+    return Opened(text, inner_suffix(target.path))

@@ -104,7 +104,7 @@ NOT_HTTP = {"placebo": _placebo.NOT_HTTP}
 _AS_PARSED = frozenset({"vcrpy", "rvcr-json", "grpc", "websocket", "fixture", "store", "json"})
 
 
-def _own(raw: Any, is_json: bool) -> str | None:
+def _own(raw: Any) -> str | None:
     """redactkey's own files: a fixture, or a cassette store."""
     if isinstance(raw, dict) and {"version", "key", "kind", "request"} <= set(raw):
         return "fixture"
@@ -168,7 +168,7 @@ def read_recording(path: Path, text: str, *, suffix: str | None = None,
         else:
             named = path if path.suffix.lower() == suffix else path.with_name("file" + suffix)
             raw, lines, is_json = load_document(named, text)
-        fmt = _own(raw, is_json)
+        fmt = _own(raw)
         reader = None
         for dialect in _DIALECTS if fmt is None else ():
             fmt = dialect.detect(raw, is_json)

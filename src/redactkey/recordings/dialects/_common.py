@@ -204,18 +204,17 @@ def http_interactions(items: list[Any], base: str) -> tuple[list[Any], list[Inte
     return decoded_items, calls
 
 
-def named_headers(value: Any, pointer: str,
-                  field: str = "value") -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+def named_headers(value: Any, pointer: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Headers held as `[{name, value}, ...]` (HAR): (name -> values, name -> pointers)."""
     headers: dict[str, list[str]] = {}
     pointers: dict[str, list[str]] = {}
     for index, item in enumerate(value if isinstance(value, list) else []):
         if isinstance(item, dict) and isinstance(item.get("name"), str):
-            raw = item.get(field)
+            raw = item.get("value")
             headers.setdefault(item["name"], []).append(
                 raw if isinstance(raw, str) else json.dumps(raw))
             pointers.setdefault(item["name"], []).append(
-                pointer_join(pointer_join(pointer, index), field))
+                pointer_join(pointer_join(pointer, index), "value"))
     return headers, pointers
 
 
