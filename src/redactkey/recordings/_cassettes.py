@@ -35,6 +35,9 @@ from ..redact._redactor import MAX_NESTING, nesting_exceeds
 from ._limits import MAX_NODES, alias_problem
 
 __all__ = [
+    "BINARY_TAGS",
+    "YAML_LOADER",
+    "YAML_TAG",
     "Bytes",
     "Interaction",
     "LineMap",
@@ -45,6 +48,7 @@ __all__ = [
     "load_yaml_raw",
     "note_problem",
     "resolve_pointer",
+    "yaml_problem",
 ]
 
 # Bodies that could not be decoded while one file is read: (problem) in reading order.
@@ -72,19 +76,22 @@ def note_problem(problem: str) -> None:
     if found is not None and len(found) < 100:
         found.append(problem)
 
-_SafeLoader: type[yaml.SafeLoader]
-try:  # libyaml is an order of magnitude faster; both keep node marks
-    _SafeLoader = yaml.CSafeLoader  # type: ignore[assignment,attr-defined,unused-ignore]
-except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _SafeLoader = yaml.SafeLoader
-
-_YAML_TAG = "tag:yaml.org,2002:"
+# libyaml is an order of magnitude faster; both keep node marks
+YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+YAML_TAG = "tag:yaml.org,2002:"
 # Scalar tags whose standard SafeLoader constructors we trust; everything else
 # (Ruby `!ruby/...`, `!!python/...`, custom tags) is read as its plain text.
 _TRUSTED_SCALAR_TAGS = frozenset(
-    _YAML_TAG + name for name in ("str", "int", "float", "bool", "null", "timestamp", "binary")
+    YAML_TAG + name for name in ("str", "int", "float", "bool", "null", "timestamp", "binary")
 )
-_BINARY_TAGS = frozenset({_YAML_TAG + "binary", "!binary", "!ruby/binary"})
+BINARY_TAGS = frozenset({YAML_TAG + "binary", "!binary", "!ruby/binary"})
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """What a YAML parse error says: where, and the problem (never the text around it)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}" if mark is not None else ""
+    return f"not valid YAML{where}: {getattr(exc, 'problem', None) or type(exc).__name__}"
 
 
 class LineMap:
@@ -385,7 +392,7 @@ class _Builder:
                 return [self.build(item, pointer_join(pointer, i)) for i, item in
                         enumerate(node.value)]
             if isinstance(node, yaml.MappingNode):
-                if any(k.tag == _YAML_TAG + "merge" for k, _ in node.value):
+                if any(k.tag == YAML_TAG + "merge" for k, _ in node.value):
                     self.loader.flatten_mapping(node)
                 out: dict[str, JSONValue] = {}
                 for key_node, value_node in node.value:
@@ -411,7 +418,7 @@ class _Builder:
             return str(value)
         if (
             isinstance(node, yaml.SequenceNode)
-            and node.tag.startswith(_YAML_TAG + "python/")
+            and node.tag.startswith(YAML_TAG + "python/")
             and len(node.value) == 1
             and isinstance(node.value[0], yaml.ScalarNode)
         ):
@@ -422,7 +429,7 @@ class _Builder:
 
     def _scalar(self, node: yaml.ScalarNode) -> JSONValue:
         tag = node.tag
-        if tag in _BINARY_TAGS:
+        if tag in BINARY_TAGS:
             try:
                 raw = base64.b64decode("".join(str(node.value).split()), validate=False)
             except (binascii.Error, ValueError):
@@ -450,7 +457,7 @@ class Bytes(bytes):
 
 
 def _load_yaml(path: str, text: str) -> tuple[JSONValue, LineMap]:
-    loader = _SafeLoader(text)
+    loader = YAML_LOADER(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -461,10 +468,7 @@ def _load_yaml(path: str, text: str) -> tuple[JSONValue, LineMap]:
         builder = _Builder(path, loader)
         return builder.build(node, ""), builder.lines
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise FixtureFormatError(path, f"not valid YAML{where}: {problem}") from None
+        raise FixtureFormatError(path, yaml_problem(exc)) from None
     except RecursionError:
         raise FixtureFormatError(path, "YAML nested too deeply") from None
     finally:

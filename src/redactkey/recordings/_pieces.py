@@ -29,7 +29,7 @@ from typing import IO, Any
 import ijson
 import yaml
 
-from ._cassettes import LineMap
+from ._cassettes import BINARY_TAGS, YAML_LOADER, YAML_TAG, LineMap, yaml_problem
 from ._limits import MAX_ALIASES, MAX_NESTING
 from .dialects._common import decode_body_bytes
 
@@ -244,12 +244,9 @@ def json_lines(text: str) -> LineMap:
         return LineMap()
 
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_STR = "tag:yaml.org,2002:str"
-_TEXT_TAGS = frozenset({_STR, "tag:yaml.org,2002:timestamp"})
-_BINARY_TAGS = frozenset({"tag:yaml.org,2002:binary", "!binary", "!ruby/binary"})
+_TEXT_TAGS = frozenset({YAML_TAG + "str", YAML_TAG + "timestamp"})
 _KNOWN_TAGS = _TEXT_TAGS | frozenset(
-    "tag:yaml.org,2002:" + name for name in ("int", "float", "bool", "null", "merge"))
+    YAML_TAG + name for name in ("int", "float", "bool", "null", "merge"))
 
 
 def _yaml_scalar(event: yaml.ScalarEvent, resolver: yaml.resolver.Resolver) -> Any:
@@ -259,7 +256,7 @@ def _yaml_scalar(event: yaml.ScalarEvent, resolver: yaml.resolver.Resolver) -> A
     if tag is None or tag == "!":
         tag = resolver.resolve(  # type: ignore[no-untyped-call]
             yaml.ScalarNode, event.value, event.implicit)
-    if tag in _BINARY_TAGS:
+    if tag in BINARY_TAGS:
         try:
             raw = base64.b64decode("".join(event.value.split()))
         except (binascii.Error, ValueError):
@@ -279,7 +276,7 @@ def _yaml_key(event: yaml.ScalarEvent, resolver: yaml.resolver.Resolver) -> str:
 
 
 def _yaml_events(handle: IO[bytes]) -> Iterator[Event]:
-    loader = _Loader(handle)
+    loader = YAML_LOADER(handle)
     resolver = yaml.resolver.Resolver()
     # per open collection: None for a sequence, else whether the mapping expects a key;
     # a complex key (aiohttp's `!!python/...istr [Accept]` header names) is its text
@@ -339,10 +336,7 @@ def _yaml_events(handle: IO[bytes]) -> Iterator[Event]:
             if expect and expect[-1] is False:
                 expect[-1] = True  # a value ended: the mapping's next key comes
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise Refused(f"not valid YAML{where}: {problem}") from None
+        raise Refused(yaml_problem(exc)) from None
     finally:
         loader.dispose()
 
