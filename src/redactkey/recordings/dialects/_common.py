@@ -21,9 +21,9 @@ from ...redact._redactor import nesting_exceeds
 from .._cassettes import Bytes, Interaction, Message, note_problem
 from .._limits import OverCap, bounded_decompress
 
-__all__ = ["Binary", "body_of_bytes", "call", "content_encoding", "decode_body_bytes",
-           "decode_tree", "header_map", "http_interactions", "maybe_json", "named_headers",
-           "pair_headers", "read_message", "status_of"]
+__all__ = ["Binary", "body_of_bytes", "call", "decode_body_bytes", "decode_tree",
+           "http_interactions", "maybe_json", "named_headers", "pair_headers", "read_message",
+           "status_of"]
 
 
 def decode_body_bytes(raw: bytes, encoding: str = "") -> str | None:
@@ -38,19 +38,6 @@ def decode_body_bytes(raw: bytes, encoding: str = "") -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-
-
-def header_map(value: JSONValue) -> dict[str, list[str]]:
-    """A `{name: value | [values]}` map as name -> values (non-strings as JSON)."""
-    out: dict[str, list[str]] = {}
-    if not isinstance(value, dict):
-        return out
-    for name, raw in value.items():
-        items = raw if isinstance(raw, list) else [raw]
-        out[str(name)] = [
-            item if isinstance(item, str) else json.dumps(item) for item in items
-        ]
-    return out
 
 
 def maybe_json(text: str) -> JSONValue:
@@ -77,14 +64,6 @@ def decode_tree(value: Any, encoding: str = "") -> JSONValue:
     if isinstance(value, list):
         return [decode_tree(v, encoding) for v in value]
     return value
-
-
-def content_encoding(headers: JSONValue) -> str:
-    """The `content-encoding` of a `{name: value | [values]}` header map."""
-    for name, values in header_map(decode_tree(headers)).items():
-        if name.lower() == "content-encoding":
-            return ",".join(values)
-    return ""
 
 
 class Binary(str):
@@ -143,8 +122,12 @@ def _decode_body(body: Any, encoding: str) -> tuple[JSONValue, str]:
 
 def read_message(raw: Mapping[str, Any], pointer: str) -> tuple[Message, dict[str, JSONValue]]:
     """A VCR-family request or response object: its `Message` and its decoded document."""
+    headers_doc = decode_tree(raw.get("headers"))
+    headers, pointers = pair_headers(headers_doc if isinstance(headers_doc, dict) else None,
+                                     pointer_join(pointer, "headers"))
+    encoding = next((",".join(values) for name, values in headers.items()
+                     if name.lower() == "content-encoding"), "")
     doc: dict[str, JSONValue] = {}
-    encoding = content_encoding(raw.get("headers"))
     body: JSONValue = None
     body_pointer: str | None = None
     for key, value in raw.items():
@@ -163,15 +146,7 @@ def read_message(raw: Mapping[str, Any], pointer: str) -> tuple[Message, dict[st
                 body, body_pointer = decoded, pointer_join(pointer, key) + suffix
         else:
             doc[key] = decode_tree(value)
-    headers = doc.get("headers")
-    pointers: dict[str, list[str]] = {}
-    if isinstance(headers, dict):
-        base = pointer_join(pointer, "headers")
-        for name, value in headers.items():
-            child = pointer_join(base, str(name))
-            pointers[str(name)] = ([pointer_join(child, i) for i in range(len(value))]
-                                   if isinstance(value, list) else [child])
-    return Message(pointer, header_map(headers), body, body_pointer, pointers), doc
+    return Message(pointer, headers, body, body_pointer, pointers), doc
 
 
 def http_interactions(items: list[Any], base: str) -> tuple[list[Any], list[Interaction]]:
@@ -230,13 +205,11 @@ def pair_headers(value: Any, pointer: str) -> tuple[dict[str, list[str]], dict[s
                 headers.setdefault(name, []).append(raw if isinstance(raw, str)
                                                     else json.dumps(raw))
                 pointers.setdefault(name, []).append(pointer_join(pointer, index + 1))
-    elif isinstance(value, dict):
+    elif isinstance(value, dict):  # (a name with an empty list of values is kept)
         for name, raw in value.items():
             child = pointer_join(pointer, name)
-            items = raw if isinstance(raw, list) else [raw]
-            for index, item in enumerate(items):
-                headers.setdefault(name, []).append(item if isinstance(item, str)
-                                                    else json.dumps(item))
-                pointers.setdefault(name, []).append(
-                    pointer_join(child, index) if isinstance(raw, list) else child)
+            values, places = headers.setdefault(name, []), pointers.setdefault(name, [])
+            for index, item in enumerate(raw if isinstance(raw, list) else [raw]):
+                values.append(item if isinstance(item, str) else json.dumps(item))
+                places.append(pointer_join(child, index) if isinstance(raw, list) else child)
     return headers, pointers
