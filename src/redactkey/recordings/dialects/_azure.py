@@ -16,17 +16,15 @@ from typing import Any
 
 from ...keys._canonical import JSONValue, pointer_join
 from .._cassettes import Interaction, Message
-from ._common import body_of_bytes, call, decode_tree, maybe_json, pair_headers
+from ._common import body_of_bytes, call, decode_tree, first_dict, maybe_json, pair_headers
 
 __all__ = ["detect", "read"]
 
 
 def detect(raw: Any, is_json: bool) -> str | None:
     entries = raw.get("Entries") if isinstance(raw, dict) else None
-    first = next((e for e in entries if isinstance(e, dict)), {}) \
-        if isinstance(entries, list) else None
-    return "azure-test-proxy" if first is not None and (
-        "RequestUri" in first or not entries) else None
+    return "azure-test-proxy" if isinstance(entries, list) and (
+        "RequestUri" in first_dict(entries) or not entries) else None
 
 
 def _is_text(headers: dict[str, list[str]]) -> bool:
@@ -72,9 +70,7 @@ def read(raw: dict[str, Any]) -> tuple[JSONValue, list[Interaction]]:
         if not isinstance(entry, dict):
             continue
         pointer = pointer_join("/Entries", index)
-        status = entry.get("StatusCode")
         calls.append(call(index, pointer, entry.get("RequestMethod"), entry.get("RequestUri"),
-                          _message(entry, "Request", pointer),
-                          status if isinstance(status, int) else None,
+                          _message(entry, "Request", pointer), entry.get("StatusCode"),
                           _message(entry, "Response", pointer)))
     return document, calls

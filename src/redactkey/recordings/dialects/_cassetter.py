@@ -7,7 +7,7 @@ from typing import Any
 
 from ...keys._canonical import JSONValue, pointer_join
 from .._cassettes import Interaction, Message
-from ._common import decode_tree, http_interactions, maybe_json
+from ._common import decode_tree, first_dict, http_interactions, maybe_json
 
 __all__ = ["detect", "read"]
 
@@ -17,10 +17,7 @@ def detect(raw: Any, is_json: bool) -> str | None:
         return None
     if "grpc_interactions" in raw or "ws_interactions" in raw:
         return "cassetter"
-    items = raw.get("interactions")
-    first = next((i for i in items if isinstance(i, dict)), {}) if isinstance(items, list) \
-        else {}
-    request = first.get("request")
+    request = first_dict(raw.get("interactions")).get("request")
     if isinstance(request, dict) and ("body_type" in request or (
             isinstance(request.get("body"), dict) and "type" in request["body"])):
         return "cassetter"

@@ -21,7 +21,7 @@ from ...redact._redactor import nesting_exceeds
 from .._cassettes import Bytes, Interaction, Message, note_problem
 from .._limits import OverCap, bounded_decompress
 
-__all__ = ["Binary", "body_of_bytes", "call", "decode_body_bytes", "decode_tree",
+__all__ = ["Binary", "body_of_bytes", "call", "decode_body_bytes", "decode_tree", "first_dict",
            "http_interactions", "maybe_json", "named_headers", "pair_headers", "read_message",
            "status_of"]
 
@@ -86,10 +86,18 @@ def status_of(response: Any) -> int | None:
 
 
 def call(index: int, pointer: str, method: Any, uri: Any, request: Message,
-         status: int | None, response: Message | None) -> Interaction:
-    """An `Interaction`, its method upper-cased, non-string fields left out."""
+         status: Any, response: Message | None) -> Interaction:
+    """An `Interaction`, its method upper-cased, fields of the wrong type left out."""
     return Interaction(index, pointer, method.upper() if isinstance(method, str) else None,
-                       uri if isinstance(uri, str) else None, request, status, response)
+                       uri if isinstance(uri, str) else None, request,
+                       status if isinstance(status, int) else None, response)
+
+
+def first_dict(items: Any) -> dict[str, Any]:
+    """The first object in a list, which tells a dialect by its members; {} if none."""
+    if not isinstance(items, list):
+        return {}
+    return next((item for item in items if isinstance(item, dict)), {})
 
 
 def body_of_bytes(data: bytes, encoding: str = "") -> JSONValue:

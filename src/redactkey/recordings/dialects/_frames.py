@@ -7,15 +7,13 @@ from typing import Any
 
 from ...keys._canonical import JSONValue, pointer_join
 from .._cassettes import Interaction, Message
-from ._common import decode_tree
+from ._common import decode_tree, first_dict
 
 __all__ = ["detect", "read"]
 
 
 def detect(raw: Any, is_json: bool) -> str | None:
-    items = raw.get("interactions") if isinstance(raw, dict) else None
-    first = next((i for i in items if isinstance(i, dict)), {}) if isinstance(items, list) \
-        else {}
+    first = first_dict(raw.get("interactions") if isinstance(raw, dict) else None)
     if "request_sample" in first or "response_sample" in first:
         return "grpc"
     if "direction" in first and "data" in first:

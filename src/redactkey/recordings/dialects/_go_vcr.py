@@ -6,17 +6,14 @@ from typing import Any
 
 from ...keys._canonical import JSONValue
 from .._cassettes import Interaction
-from ._common import decode_tree, http_interactions
+from ._common import decode_tree, first_dict, http_interactions
 
 __all__ = ["detect", "read"]
 
 
 def detect(raw: Any, is_json: bool) -> str | None:
     items = raw.get("interactions") if isinstance(raw, dict) else None
-    if not isinstance(items, list):
-        return None
-    first = next((item for item in items if isinstance(item, dict)), {})
-    request = first.get("request")
+    request = first_dict(items).get("request")
     if isinstance(request, dict) and "url" in request and "uri" not in request \
             and "body_type" not in request and not isinstance(request.get("body"), dict):
         return "go-vcr"

@@ -94,5 +94,5 @@ def read(raw: dict[str, Any]) -> tuple[JSONValue, list[Interaction]]:
         status = response.get("status") if isinstance(response, dict) else None
         calls.append(call(index, pointer, request.get("method"), request.get("url"),
                           _request(request, pointer_join(pointer, "request")),
-                          status if isinstance(status, int) else None, resp_msg))
+                          status, resp_msg))
     return document, calls

@@ -7,15 +7,14 @@ from typing import Any
 
 from ...keys._canonical import JSONValue, pointer_join
 from .._cassettes import Interaction, Message
-from ._common import call, decode_body_bytes, decode_tree, maybe_json, pair_headers
+from ._common import call, decode_body_bytes, decode_tree, first_dict, maybe_json, pair_headers
 
 __all__ = ["detect", "read"]
 
 
 def detect(raw: Any, is_json: bool) -> str | None:
-    first = next((i for i in raw if isinstance(i, dict)), None) if isinstance(raw, list) \
-        else None
-    if first is not None and "scope" in first and ("path" in first or "method" in first):
+    first = first_dict(raw)
+    if "scope" in first and ("path" in first or "method" in first):
         return "nock"
     return None
 
@@ -52,12 +51,11 @@ def read(raw: list[Any]) -> tuple[JSONValue, list[Interaction]]:
             item["body"] = maybe_json(item["body"])
         scope, path = item.get("scope"), item.get("path")
         url = f"{scope}{path}" if isinstance(scope, str) and isinstance(path, str) else None
-        status = item.get("status")
         calls.append(call(
             index, pointer, item.get("method"), url,
             Message(pointer, req_headers, item.get("body"), pointer_join(pointer, "body"),
                     req_ptrs),
-            status if isinstance(status, int) else None,
+            item.get("status"),
             Message(pointer, resp_headers, item.get("response"),
                     pointer_join(pointer, "response"), resp_ptrs)))
     return document, calls
