@@ -101,10 +101,9 @@ def bounded_decompress(data: bytes, encoding: str = "", limit: int = MAX_DECODED
     enc = encoding.lower()
     out = data
     for _layer in range(4):
-        if out[:2] == b"\x1f\x8b":
-            out = bounded_gunzip(out, limit)
-            continue
-        break
+        if out[:2] != b"\x1f\x8b":
+            break
+        out = bounded_gunzip(out, limit)
     if out is data:
         if "deflate" in enc:
             out = _inflate(data, limit)
@@ -127,7 +126,9 @@ def alias_problem(root: Any) -> str | None:
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
-        children = _children(node)
+        value = getattr(node, "value", None)  # a list of nodes, or of (key, value) pairs
+        children = [part for item in value for part in (
+            item if isinstance(item, tuple) else (item,))] if isinstance(value, list) else []
         if done:
             built[id(node)] = 1 + sum(built.get(id(child), 1) for child in children)
             continue
@@ -144,11 +145,3 @@ def alias_problem(root: Any) -> str | None:
         return (f"its YAML aliases would build {extra} nodes more than the file holds (a "
                 f"billion laughs?); at most {MAX_ALIAS_NODES} are built")
     return None
-
-
-def _children(node: Any) -> list[Any]:
-    value = getattr(node, "value", None)
-    if not isinstance(value, list):
-        return []
-    return [part for item in value
-            for part in (item if isinstance(item, tuple) else (item,))]

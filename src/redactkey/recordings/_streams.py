@@ -212,13 +212,12 @@ def write_stream(stream: BodyStream, values: list[JSONValue], *,
     `framing`, for a text stream, rewrites the text between the events (SSE `event:`,
     `id:` and comment lines) piece by piece: the redaction of a secret there.
     """
-    changed = [(event, new) for event, new in zip(stream.events, values, strict=True)
-               if new != event.value]
+    replaced = {event.index: new for event, new in zip(stream.events, values, strict=True)
+                if new != event.value}
     if stream.kind == "eventstream":
-        if not changed:
+        if not replaced:
             return stream.body
         assert isinstance(stream.body, bytes)
-        replaced = {event.index: new for event, new in changed}
         out = bytearray()
         decoder = FrameDecoder()
         for event, (headers, payload) in zip(stream.events, decoder.feed(stream.body),
@@ -236,8 +235,7 @@ def write_stream(stream: BodyStream, values: list[JSONValue], *,
         return bytes(out)
     assert isinstance(stream.body, str)
     text: str = stream.body
-    replaced_text = {event.index: new for event, new in changed}
-    if framing is None and not replaced_text:
+    if framing is None and not replaced:
         return text
     pieces: list[str] = []
     at = 0
@@ -245,8 +243,8 @@ def write_stream(stream: BodyStream, values: list[JSONValue], *,
         gap = text[at:event.start]
         pieces.append(framing(gap) if framing is not None and gap else gap)
         piece = text[event.start:event.end]
-        if event.index in replaced_text:
-            new = replaced_text[event.index]
+        if event.index in replaced:
+            new = replaced[event.index]
             patched = _patch_json(piece, event.value, new) if event.is_json else None
             if patched is None:
                 patched = (json.dumps(new, ensure_ascii=False, separators=(",", ":"))
