@@ -23,7 +23,6 @@ from redactkey.http._documents import (
     event_bytes,
     event_lines_bytes,
     is_environment_failure,
-    iter_events,
     request_document,
     response_document,
     stream_bytes,
@@ -56,6 +55,12 @@ _EVENT = st.fixed_dictionaries(
         ),
     )
 )
+
+
+def iter_events(chunks: list[bytes]) -> list[dict[str, Any]]:
+    """Server-sent events from a byte stream cut anywhere."""
+    parser = SSEParser()
+    return [event for chunk in chunks for event in parser.feed(chunk)] + parser.finish()
 
 
 def _cut(data: bytes, cuts: list[int]) -> list[bytes]:

@@ -64,7 +64,6 @@ __all__ = [
     "is_event_stream",
     "is_ndjson",
     "is_stream_type",
-    "iter_events",
     "live_headers",
     "refuses_stream",
     "request_document",
@@ -341,14 +340,6 @@ class SSEParser:
                 event["data"] = data
         self._fields, self._data = {}, None
         return [event]
-
-
-def iter_events(chunks: Iterable[bytes]) -> Iterator[dict[str, JSON]]:
-    """Server-sent events from a byte stream cut anywhere."""
-    parser = SSEParser()
-    for chunk in chunks:
-        yield from parser.feed(chunk)
-    yield from parser.finish()
 
 
 # -- helpers every client adapter needs ------------------------------------------------
