@@ -47,7 +47,6 @@ from ._streams import (
     file_stream,
     names_a_stream,
     read_stream,
-    stream_kind,
     write_stream,
 )
 from .dialects import (
@@ -82,7 +81,6 @@ __all__ = [
     "read_recording",
     "read_stream",
     "split_events",
-    "stream_kind",
     "write_stream",
 ]
 

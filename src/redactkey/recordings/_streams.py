@@ -30,7 +30,6 @@ __all__ = [
     "json_string_end",
     "names_a_stream",
     "read_stream",
-    "stream_kind",
     "write_stream",
 ]
 
@@ -77,18 +76,6 @@ class BodyStream:
     pointer: str  # the body's JSON pointer in the recording's document
     body: str | bytes  # the body as read (event-stream: its bytes)
     events: list[StreamEvent]
-
-
-def stream_kind(body: JSONValue, content_type: str = "") -> str | None:
-    """The kind of stream a body is (`sse`, `ndjson`, `eventstream`), by its content type
-    or, for SSE, its shape; None when it is not a stream."""
-    ctype = content_type.lower()
-    for marker, kind in _STREAM_TYPES:
-        if marker in ctype:
-            return kind if isinstance(body, str) or kind == "eventstream" else None
-    if isinstance(body, str) and _SSE_SHAPE.match(body) and "\ndata:" in "\n" + body:
-        return "sse"
-    return None
 
 
 def _payload(text: str) -> tuple[JSONValue, bool]:
@@ -138,23 +125,24 @@ def _frames(raw: bytes) -> list[StreamEvent] | None:
 
 def read_stream(body: JSONValue, content_type: str = "", pointer: str = ""
                 ) -> BodyStream | None:
-    """A streamed body split into its events, or None when it is not a stream (or its
-    frames do not decode). An event-stream body may be given as its bytes or as base64."""
-    kind = stream_kind(body, content_type)
+    """A streamed body split into its events, or None when it is not a stream (by its
+    content type or, for SSE, its shape) or its frames do not decode. A body is text: an
+    event-stream body is base64 of its bytes."""
+    if not isinstance(body, str):
+        return None
+    ctype = content_type.lower()
+    kind = next((kind for marker, kind in _STREAM_TYPES if marker in ctype), None)
+    if kind is None and _SSE_SHAPE.match(body) and "\ndata:" in "\n" + body:
+        kind = "sse"
     if kind is None:
         return None
     if kind == "eventstream":
-        raw: bytes | None = bytes(body) if isinstance(body, (bytes, bytearray)) else None
-        if isinstance(body, str):
-            try:
-                raw = base64.b64decode("".join(body.split()), validate=True)
-            except (binascii.Error, ValueError):
-                raw = None
-        if raw is None:
+        try:
+            raw = base64.b64decode("".join(body.split()), validate=True)
+        except (binascii.Error, ValueError):
             return None
         frames = _frames(raw)
         return None if frames is None else BodyStream(kind, pointer, raw, frames)
-    assert isinstance(body, str)
     events: list[StreamEvent] = []
     if kind == "sse":
         for match in _SSE_DATA.finditer(body):

@@ -1,10 +1,5 @@
-"""HAR 1.2 (`log.entries`): Polly.js recordings (JSON or YAML), browser exports.
-
-Bodies: `postData.text`, Polly's `postData.textJSON` (the body held as parsed JSON),
-`postData.params` (a form sent without its text); `content.text`, as text or, with
-`encoding: base64`, as base64 of the bytes or as Polly's JSON array of base64 chunks
-(each chunk a piece of the one gzip'd body), decoded by the `content-encoding` header.
-"""
+"""HAR 1.2 (`log.entries`): Polly.js recordings (JSON or YAML), browser exports; the
+bodies read are listed in the formats table of docs/cli/audit.md."""
 
 from __future__ import annotations
 
@@ -27,7 +22,8 @@ def detect(raw: Any, is_json: bool) -> str | None:
 
 
 def _chunks(text: str) -> bytes | None:
-    """The bytes of base64 text, or of Polly's JSON array of base64 chunks."""
+    """The bytes of base64 text, or of Polly's JSON array of base64 chunks (each a piece
+    of the one gzip'd body, which the `content-encoding` header then opens)."""
     pieces: Any = [text]
     if text.lstrip().startswith("["):
         try:

@@ -1,13 +1,6 @@
-"""vcrpy and pytest-recording cassettes, and the Ruby VCR schema they share.
-
-- `vcrpy`: `interactions:` (YAML or JSON) with `request.uri`, or vcrpy's `requests:` /
-  `responses:` lists; bodies as text, `!!binary`, `{string}`, pydantic-ai's
-  `parsed_body`, cloud-custodian's `{data}`;
-- `ruby-vcr` / `rvcr-json`: `http_interactions:` in YAML (Ruby tags read as data) or
-  JSON (the Rust rVCR crate); bodies `{string}` or `{base64_string}`;
-- `betamax`: JSON `http_interactions` with `recorded_with: betamax…`; a `base64_string`
-  body wins over the empty `string` beside it.
-"""
+"""vcrpy and pytest-recording cassettes, and the Ruby VCR schema they share: `vcrpy`,
+`ruby-vcr`, `rvcr-json` (the Rust rVCR crate) and `betamax`, each told and read as the
+formats table of docs/cli/audit.md says."""
 
 from __future__ import annotations
 
