@@ -82,7 +82,7 @@ YAML_TAG = "tag:yaml.org,2002:"
 # Scalar tags whose standard SafeLoader constructors we trust; everything else
 # (Ruby `!ruby/...`, `!!python/...`, custom tags) is read as its plain text.
 _TRUSTED_SCALAR_TAGS = frozenset(
-    YAML_TAG + name for name in ("str", "int", "float", "bool", "null", "timestamp", "binary")
+    YAML_TAG + name for name in ("str", "int", "float", "bool", "null", "timestamp")
 )
 BINARY_TAGS = frozenset({YAML_TAG + "binary", "!binary", "!ruby/binary"})
 
@@ -443,8 +443,6 @@ class _Builder:
             return str(node.value)
         if isinstance(value, (_dt.datetime, _dt.date)):
             return value.isoformat()
-        if isinstance(value, bytes):
-            return Bytes(value)
         if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
             return str(node.value)
         if value is None or isinstance(value, (str, int, float, bool)):
