@@ -44,14 +44,12 @@ def _message(data: bytes, start: int, end: int, pointer: str, lines: LineMap,
     head, _, body = data[start:end].partition(b"\r\n\r\n")
     first, *fields = head.decode("latin-1").split("\r\n")
     headers: dict[str, list[str]] = {}
-    pointers: dict[str, list[str]] = {}
     line = data.count(b"\n", 0, start) + 2
     for offset, field in enumerate(fields):
         name, _, value = field.partition(":")
         values = headers.setdefault(name, [])
         where = pointer_join(pointer_join(pointer_join(pointer, "headers"), name), len(values))
         values.append(value.strip())
-        pointers.setdefault(name, []).append(where)
         lines.set(where, line + offset)
     wanted = {k.lower(): v[0] for k, v in headers.items()}
     if "chunked" in wanted.get("transfer-encoding", ""):
@@ -61,7 +59,7 @@ def _message(data: bytes, start: int, end: int, pointer: str, lines: LineMap,
     lines.set(pointer, line - 1)
     lines.set(pointer_join(pointer, "body"), line + len(fields) + 1)
     return first, Message(pointer, headers, out["body"],
-                          pointer_join(pointer, "body") if body else None, pointers)
+                          pointer_join(pointer, "body") if body else None)
 
 
 def parse(text: str, name: str) -> tuple[JSONValue, LineMap, list[Interaction]]:

@@ -43,14 +43,13 @@ def _literal(line: str, kind: type, name: str, number: int) -> Any:
 
 def _message(pointer: str, headers: dict[str, list[str]], body: JSONValue, lines: LineMap,
              at: tuple[int, int]) -> Message:
-    pointers = {name: [pointer_join(pointer_join(pointer_join(pointer, "headers"), name), i)
-                       for i in range(len(values))] for name, values in headers.items()}
-    for places in pointers.values():
-        for place in places:
-            lines.set(place, at[0])
+    message = Message(pointer, headers, body,
+                      pointer_join(pointer, "body") if body is not None else None)
+    for name, values in headers.items():
+        for index in range(len(values)):
+            lines.set(message.header_pointer(name, index), at[0])
     lines.set(pointer_join(pointer, "body"), at[1])
-    return Message(pointer, headers, body,
-                   pointer_join(pointer, "body") if body is not None else None, pointers)
+    return message
 
 
 def parse(text: str, name: str) -> tuple[JSONValue, LineMap, list[Interaction]]:
