@@ -16,7 +16,7 @@ from typing import Any
 
 from ...keys._canonical import JSONValue, pointer_join
 from .._cassettes import Interaction, Message
-from ._common import body_of_bytes, call, decode_tree, first_dict, maybe_json, pair_headers
+from ._common import body_of_bytes, call, decode_tree, first_dict, maybe_json, objects, pair_headers
 
 __all__ = ["detect", "read"]
 
@@ -65,12 +65,7 @@ def _message(entry: dict[str, Any], side: str, pointer: str) -> Message:
 
 def read(raw: dict[str, Any]) -> tuple[JSONValue, list[Interaction]]:
     document: Any = decode_tree(raw)
-    calls: list[Interaction] = []
-    for index, entry in enumerate(document["Entries"]):
-        if not isinstance(entry, dict):
-            continue
-        pointer = pointer_join("/Entries", index)
-        calls.append(call(index, pointer, entry.get("RequestMethod"), entry.get("RequestUri"),
-                          _message(entry, "Request", pointer), entry.get("StatusCode"),
-                          _message(entry, "Response", pointer)))
-    return document, calls
+    return document, [call(index, pointer, entry.get("RequestMethod"), entry.get("RequestUri"),
+                           _message(entry, "Request", pointer), entry.get("StatusCode"),
+                           _message(entry, "Response", pointer))
+                      for index, pointer, entry in objects(document["Entries"], "/Entries")]

@@ -13,7 +13,7 @@ import base64
 import binascii
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...keys._canonical import JSONValue, pointer_join
@@ -22,8 +22,8 @@ from .._cassettes import Bytes, Interaction, Message, note_problem
 from .._limits import OverCap, bounded_decompress
 
 __all__ = ["Binary", "body_of_bytes", "call", "decode_body_bytes", "decode_tree", "first_dict",
-           "http_interactions", "maybe_json", "named_headers", "pair_headers", "read_message",
-           "status_of"]
+           "http_interactions", "maybe_json", "named_headers", "objects", "pair_headers",
+           "read_message", "status_of"]
 
 
 def decode_body_bytes(raw: bytes, encoding: str = "") -> str | None:
@@ -91,6 +91,13 @@ def call(index: int, pointer: str, method: Any, uri: Any, request: Message,
     return Interaction(index, pointer, method.upper() if isinstance(method, str) else None,
                        uri if isinstance(uri, str) else None, request,
                        status if isinstance(status, int) else None, response)
+
+
+def objects(items: list[Any], base: str) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(index, JSON pointer, object) of each object in the list at `base`: a dialect's calls."""
+    for index, item in enumerate(items):
+        if isinstance(item, dict):
+            yield index, pointer_join(base, index), item
 
 
 def first_dict(items: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...keys._canonical import JSONValue, pointer_join
 from .._cassettes import Interaction, Message
-from ._common import body_of_bytes, call, decode_tree, maybe_json, named_headers
+from ._common import body_of_bytes, call, decode_tree, maybe_json, named_headers, objects
 
 __all__ = ["detect", "read"]
 
@@ -78,10 +78,7 @@ def _response(response: dict[str, Any], pointer: str) -> Message:
 def read(raw: dict[str, Any]) -> tuple[JSONValue, list[Interaction]]:
     document: Any = decode_tree(raw)
     calls: list[Interaction] = []
-    for index, entry in enumerate(document["log"]["entries"]):
-        if not isinstance(entry, dict):
-            continue
-        pointer = pointer_join("/log/entries", index)
+    for index, pointer, entry in objects(document["log"]["entries"], "/log/entries"):
         request: dict[str, Any] = entry["request"] if isinstance(entry.get("request"), dict) \
             else {}
         response = entry.get("response")

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...keys._canonical import JSONValue, pointer_join
 from .._cassettes import Interaction
-from ._common import call, decode_tree, http_interactions, read_message, status_of
+from ._common import call, decode_tree, http_interactions, objects, read_message, status_of
 
 __all__ = ["detect", "read"]
 
@@ -46,10 +46,7 @@ def _read_split(raw: dict[str, Any]) -> tuple[JSONValue, list[Interaction]]:
                           if isinstance(item, dict) else decode_tree(item)
                           for i, item in enumerate(raw[side])]
     responses = raw["responses"]
-    for index, request in enumerate(raw["requests"]):
-        if not isinstance(request, dict):
-            continue
-        pointer = pointer_join("/requests", index)
+    for index, pointer, request in objects(raw["requests"], "/requests"):
         response = responses[index] if index < len(responses) else None
         resp_msg = read_message(response, pointer_join("/responses", index))[0] \
             if isinstance(response, dict) else None
