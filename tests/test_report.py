@@ -168,16 +168,14 @@ class TestProgressBar:
         from redactkey.commands._check import Target, progress_bar
 
         targets = [Target(Path(f"f{i}"), f"f{i}") for i in range(300)]
-        with progress_bar(color=False) as advance:
-            assert advance(targets) is targets
+        assert progress_bar(color=False)(targets) is targets
 
     def test_tracked_on_terminal(self, capsys: pytest.CaptureFixture[str]) -> None:
         """Forced on, every target is still yielded in order."""
         from redactkey.commands._check import Target, progress_bar
 
         targets = [Target(Path(f"f{i}"), f"f{i}") for i in range(5)]
-        with progress_bar(color=True, threshold=2) as advance:
-            wrapped = advance(targets)
-            assert wrapped is not targets
-            assert list(wrapped) == targets
+        wrapped = progress_bar(color=True, threshold=2)(targets)
+        assert wrapped is not targets
+        assert list(wrapped) == targets
         capsys.readouterr()

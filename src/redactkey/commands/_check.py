@@ -7,7 +7,6 @@ Exit codes: 0 clean, 1 findings, 2 usage error or unreadable input.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import json
@@ -47,7 +46,7 @@ from ..secrets._run_secrets import RunSecrets
 from ._baseline import Baseline
 from ._check_sites import LineCounter, header_issues, named_rule, stream_issues
 from ._issues import Issue, Report, value_tag
-from ._parallel import Outcome, read_into
+from ._parallel import Outcome, Progress, read_into
 
 __all__ = [
     "MISSING",
@@ -445,10 +444,7 @@ def check_paths(
     return report
 
 
-@contextlib.contextmanager
-def progress_bar(
-    color: bool | None = None, *, threshold: int = 200
-) -> Iterator[Callable[[Sequence[Target]], Iterable[Target]]]:
+def progress_bar(color: bool | None = None, *, threshold: int = 200) -> Progress:
     """A wrapper that shows a transient progress bar on stderr for large trees on a terminal."""
 
     def advance(targets: Sequence[Target]) -> Iterable[Target]:
@@ -481,4 +477,4 @@ def progress_bar(
                 yield target
                 bar.advance(task)
 
-    yield advance
+    return advance

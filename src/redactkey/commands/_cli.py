@@ -3,6 +3,7 @@ error, 3 internal error (one line naming where, never a traceback)."""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -177,9 +178,9 @@ def check(files: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     if baseline_path is not None and write_baseline is None:
         with input_failures():
             baseline = Baseline.load(baseline_path)
-    with progress_bar(color) as advance:
-        # writing a baseline records every current finding, the baselined ones too
-        report = check_paths(files, checker, progress=advance, baseline=baseline, jobs=jobs)
+    # writing a baseline records every current finding, the baselined ones too
+    report = check_paths(files, checker, progress=progress_bar(color), baseline=baseline,
+                         jobs=jobs)
     if write_baseline is not None and not report.problems:
         accepted = Baseline.of(report.issues)
         try:
@@ -231,9 +232,8 @@ def audit(paths: tuple[str, ...], fmt: str, secret_env: tuple[str, ...],
     if run_report is not None:
         with input_failures():
             unused = load_unused_files(run_report)
-    with progress_bar(color) as advance:
-        report = audit_paths(paths, checker, unused=unused, progress=advance, jobs=jobs,
-                             max_age=age_limit)
+    report = audit_paths(paths, checker, unused=unused, progress=progress_bar(color), jobs=jobs,
+                         max_age=age_limit)
     return _emit(report, fmt, output, color, verbose, exit_zero)
 
 
@@ -269,11 +269,9 @@ def scrub(paths: tuple[str, ...], write: bool, secret_env: tuple[str, ...],
     _config, checker = _setup(config_path, secret_env, strict=strict, pieces=False)
     as_json = fmt == "json"
 
-    def echo(line: str) -> None:
-        click.echo(line, err=as_json)
-
-    with progress_bar(color) as advance:
-        report = plan_paths(paths, checker, write=write, echo=echo, progress=advance, jobs=jobs)
+    echo = functools.partial(click.echo, err=as_json)
+    report = plan_paths(paths, checker, write=write, echo=echo, progress=progress_bar(color),
+                        jobs=jobs)
     if as_json:
         return _emit(report, "json", None, color)
     for problem in report.problems:
