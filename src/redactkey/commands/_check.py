@@ -295,15 +295,15 @@ class Checker:
             last = self._whole_judged = (whole, looks_redacted(whole, self.redactor.is_placeholder))
         return last[1]
 
-    def scan_text(self, text: str, display: str) -> list[Issue]:
-        """Issues in a plain text."""
+    def scan_text(self, text: str, display: str, first_line: int = 1) -> list[Issue]:
+        """Issues in a plain text whose first line is line `first_line` of the file."""
         issues: list[Issue] = []
         line_at = LineCounter(text)
         for finding in self.redactor.findings(text):
             segment = text[finding.start:finding.end]
             if segment and self.dismissed(finding.rule, segment):
                 continue
-            line = line_at(finding.start)
+            line = line_at(finding.start) + first_line - 1
             issues.append(self._issue(Issue(display, line, finding.rule, pointer="",
                                             slot=finding.slot, preview=finding.preview),
                                       segment))
@@ -347,12 +347,7 @@ class Checker:
             # YAML comments are not part of the document but are committed all the same
             for number, comment in enumerate(cassette.text.splitlines(), 1):
                 if comment.lstrip().startswith("#"):
-                    for finding in self.redactor.findings(comment):
-                        segment = comment[finding.start:finding.end]
-                        if not self.dismissed(finding.rule, segment):
-                            issues.append(self._issue(
-                                Issue(display, number, finding.rule, slot=finding.slot,
-                                      preview=finding.preview), segment))
+                    issues.extend(self.scan_text(comment, display, number))
         return issues
 
     def masked_pointer(self, pointer: str) -> str:

@@ -112,7 +112,7 @@ def _line_pass(checker: Checker, handle: IO[bytes], display: str, issues: list[I
     for part in iter(lambda: handle.readline(_LINE), b""):
         text = part.decode("utf-8", "replace")
         if comments and text.lstrip().startswith("#"):
-            issues.extend(_shifted(checker.scan_text(text, display), number))
+            issues.extend(checker.scan_text(text, display, number))
         if (number in wanted or comments) and INLINE_PRAGMA.search(text):
             allowed.add(number)
         number += part.endswith(b"\n")
