@@ -1,15 +1,5 @@
-"""`redact audit`: the health of fixture directories and recorded-HTTP cassettes.
-
-Our fixtures (`@model.<kind>.<key>.json`, `<tool>.<key>.json`, `http.<key>.json`):
-schema validity, a known format version, stored key == recomputed key == file
-name, canonical formatting, secrets, volatile values in key material, duplicate
-keys, oversized files and (given a run report) fixtures no test used.
-
-Third-party cassettes (vcrpy / pytest-recording YAML, Ruby VCR, rVCR JSON, and
-best effort for websocket and gRPC cassettes): secrets in headers, URIs and bodies,
-identifying headers (organisation / project ids), cookies, request ids, volatile
-request fields and duplicate interactions.
-"""
+"""`redact audit`: the health of fixture directories and recorded-HTTP cassettes, by the
+checker's findings plus the per-format and tree-wide rules docs/cli/audit.md lists."""
 
 from __future__ import annotations
 

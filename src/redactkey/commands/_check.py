@@ -1,9 +1,5 @@
-"""`redact check`: find unredacted secrets in files.
-
-The checker scans JSON, YAML and text with a `Redactor` and reports `Issue`s
-(see `_findings`); third-party placeholders count as redacted (`_placeholders`).
-Exit codes: 0 clean, 1 findings, 2 usage error or unreadable input.
-"""
+"""`redact check`: find unredacted secrets in files (docs/cli/check.md); the checker is
+the scan `audit` and `scrub` build on."""
 
 from __future__ import annotations
 

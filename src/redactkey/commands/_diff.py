@@ -1,16 +1,5 @@
-"""`redact diff`: two recordings compared by meaning.
-
-A call's meaning is its request (method, URL, body), its status and content type and
-its answer: JSON by value (JSON held in a string, such as tool arguments, by its parsed
-value), a stream by the answer it folds into and the kinds of its events, repeats
-collapsed, so the same text cut into other chunks is the same. Hidden unless `--all`:
-headers (request ids, dates, cookies), event boundaries, and the members of the answer
-that verify mode ignores (`VerifyRules`: the provider presets' ids, `created`, usage…,
-with `[tool.redactkey.verify] ignore` and `--ignore`).
-
-Calls pair up by key, the rest by position. Each difference prints as its field, the
-old and the new value; a long or multi-line text as a word diff (`[-old-]{+new+}`).
-"""
+"""`redact diff`: two recordings compared by meaning (docs/cli/diff.md: what a call's
+meaning is, what stays hidden unless `--all`, how calls pair up)."""
 
 from __future__ import annotations
 

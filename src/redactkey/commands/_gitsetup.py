@@ -1,11 +1,6 @@
-"""`redact git-setup`: git shows fixture changes as conversations.
-
-Two lines do it: a `.gitattributes` line that gives the fixture files the diff driver
-`redactkey`, and the driver in the repository's git configuration, either a textconv
-(`redact show --textconv`: `git diff`, `git log -p` and `git show` diff the
-conversations line by line) or an external diff command (`redact diff --git`: the
-meaning diff; `git log` and `git show` use it with `--ext-diff`).
-"""
+"""`redact git-setup`: git shows fixture changes as conversations, through a
+`.gitattributes` line and a diff driver in the repository's git configuration
+(docs/cli/git-setup.md)."""
 
 from __future__ import annotations
 

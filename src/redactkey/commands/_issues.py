@@ -1,11 +1,8 @@
 """Findings and their rules: what `check`, `audit` and `scrub` report.
 
-A finding is an `Issue`: where (path, line, JSON pointer), which rule, the slot
-or header it concerns, a masked preview and what to do. The value itself never
-appears: not in the text, JSON or SARIF output, not in a fingerprint. `RULES`
-is the catalogue of rule ids with their category, default severity, meaning and
-fix; a `Report` gathers the issues of one run and decides its exit code
-(0 clean, 1 findings, 2 usage error or unreadable input; 3 is an internal error).
+An `Issue` says where, which rule and a masked preview; the value itself never appears,
+in any output or fingerprint. `RULES` is the catalogue; a `Report` gathers one run's
+issues and decides its exit code.
 """
 
 from __future__ import annotations

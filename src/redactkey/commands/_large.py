@@ -1,16 +1,6 @@
-"""`check` and `audit` of a file over the whole-read bound, read in pieces.
-
-The file is never held whole (`recordings._pieces`): a JSON or YAML recording is read
-as bounded pieces of its document, each scanned as `check` scans a document, with the
-pointers and lines of the whole file; a stream saved as a file (`.sse`, `.ndjson`)
-event by event and any other text as text, in overlapping windows. Memory stays
-within a fixed amount plus a few times the longest string.
-
-What needs the whole document is not done for such a file: the per-format checks of
-`audit` (schema, keys, duplicates, volatile fields), the interactions of a recording
-format (so a streamed body held in it is scanned as text, and a secret split across
-its events is not joined), TOML (scanned as text) and gzip (refused).
-"""
+"""`check` and `audit` of a file over the whole-read bound, read in bounded pieces
+(`recordings._pieces`, decision 0064) and never held whole; what is read and what is
+left out: docs/cli/check.md, "Files of any size"."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""`redact scrub`: redact existing fixtures and cassettes in place.
+"""`redact scrub`: redact existing fixtures and cassettes in place (docs/cli/scrub.md).
 
-A dry run by default: it lists what would change (masked, with lines) and exits 1
-when anything would. `--write` applies the changes atomically (temporary file, then
-rename), keeping each file's mode; a file that changed since it was read, or that a link
-leads to out of the tree named, is refused. Our fixtures are redacted, re-keyed from
-their redacted key material and renamed when their key changes; a rename onto an
-existing different file is refused (named), never forced. A third-party recording with
-a finding is edited in place (`_inplace`): only the secrets change (decision 0044).
+Our fixtures are redacted, re-keyed and renamed; a third-party recording with a finding
+is edited in place (`_inplace`): only the secrets change (decision 0044).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""`redact show`: a recording read as the conversation it holds.
+"""`redact show`: a recording read as the conversation it holds (docs/cli/show.md).
 
-Every file the readers read (redactkey fixtures and cassettes, vcrpy, HAR and the other
-tools' cassettes) becomes a list of `Call`s: the request, the answer or its stream's
-events, status and error. `view(call)` picks out what a reviewer reads: method, URL,
-model, messages by role, tools offered and the other parameters; the answer's text (a
-stream folded into it, as verify folds one), tool calls with their arguments,
-structured output, status, error. `lines(...)` lays a view out as text, one line per
-line of a message, so that a line diff of two renderings reads as a change of words.
+Every file the readers read becomes a list of `Call`s; `view(call)` picks out what a
+reviewer reads, and `lines(...)` lays it out one line per line of a message, so that a
+line diff of two renderings reads as a change of words.
 """
 
 from __future__ import annotations
