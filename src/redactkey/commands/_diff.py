@@ -24,12 +24,7 @@ DEV_NULL = "/dev/null"
 _LONG = 80
 
 
-class _Absent:
-    def __repr__(self) -> str:
-        return "(none)"
-
-
-ABSENT: Any = _Absent()
+ABSENT: Any = object()  # a member or item one side lacks, printed as (none)
 
 
 @dataclass(frozen=True)
@@ -101,7 +96,7 @@ def word_diff(old: str, new: str) -> str:
 
 
 def _shown(value: Any) -> str:
-    return value if isinstance(value, str) else repr(value) if value is ABSENT \
+    return value if isinstance(value, str) else "(none)" if value is ABSENT \
         else json.dumps(value, ensure_ascii=False)
 
 
