@@ -77,10 +77,6 @@ def read_run_report(report: Path, *names: str) -> list[list[str]]:
     return lists
 
 
-def _inside(path: Path, roots: list[Path]) -> bool:
-    return any(path == root or root in path.parents for root in roots)
-
-
 def plan_prune(report: str | os.PathLike[str], *, force: bool = False) -> PrunePlan:
     """The plan for a run report: which unused fixtures may go, which are refused."""
     where = Path(report)
@@ -105,7 +101,7 @@ def plan_prune(report: str | os.PathLike[str], *, force: bool = False) -> PruneP
             continue
         if candidate.is_symlink():
             plan.refused.append((item, "a symbolic link"))
-        elif not _inside(resolved, roots):
+        elif not any(resolved == root or root in resolved.parents for root in roots):
             plan.refused.append((item, "outside the fixture roots the report names"))
         elif kind_for_file_name(resolved.name) is None:
             plan.refused.append((item, "not a fixture file name"))
