@@ -142,20 +142,6 @@ def _uri(path: str) -> str:
     return quote(candidate.as_posix(), safe="/")
 
 
-def _console(stream: IO[str], color: bool | None) -> Console:
-    from rich.console import Console  # only the text report needs rich (startup time)
-
-    return Console(
-        file=stream,
-        highlight=False,
-        soft_wrap=True,
-        force_terminal=color,
-        no_color=color is False,
-        emoji=False,
-        width=None if color else 120,
-    )
-
-
 _STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 _FORMAT_NAMES = {
     "fixture": "redactkey fixtures", "store": "redactkey cassette stores",
@@ -176,9 +162,11 @@ def render_text(
     report: Report, stream: IO[str], *, color: bool | None = None, verbose: bool = False
 ) -> None:
     """The readable report: `path:line: rule (slot) preview` per finding, then what it means."""
+    from rich.console import Console  # only the text report needs rich (startup time)
     from rich.markup import escape
 
-    console = _console(stream, color)
+    console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=color,
+                      no_color=color is False, emoji=False, width=None if color else 120)
     issues = report.sorted_issues()
     for problem in report.problems:
         console.print(f"[bold red]{escape(problem.path)}: cannot read: "
