@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import traceback
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from ._cli_options import (
 )
 from ._cli_review import diff_command, git_setup, show
 from ._issues import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Report, counted
-from ._render import render
+from ._render import reason_kind, render
 
 __all__ = ["main", "run"]
 
@@ -395,8 +396,8 @@ def migrate(sources: tuple[str, ...], to: Path, write: bool, verbose: bool,
         for refused in plan.refused:
             click.echo(f"refused {refused.source}: {refused.reason}")
     formats = ", ".join(f"{fmt} {n}" for fmt, n in sorted(plan.files.items())) or "none"
-    reasons = "; ".join(f"{reason}: {n}" for reason, n in
-                        sorted(plan.refused_by_reason().items())) or "none"
+    refusals = Counter(reason_kind(item.reason) for item in plan.refused)
+    reasons = "; ".join(f"{reason}: {n}" for reason, n in sorted(refusals.items())) or "none"
     click.echo(f"migrate: {counted(sum(plan.files.values()), 'file')} read ({formats}), "
                f"{len(plan.skipped)} skipped; {counted(plan.interactions, 'interaction')}: "
                f"{len(plan.planned)} migrated, {counted(len(plan.duplicates), 'duplicate')}, "

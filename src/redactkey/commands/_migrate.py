@@ -92,10 +92,6 @@ class MigrationPlan:
         """Every interaction met."""
         return len(self.planned) + len(self.duplicates) + len(self.refused)
 
-    def refused_by_reason(self) -> Counter[str]:
-        """How many interactions were refused, by reason (without per-call detail)."""
-        return Counter(item.reason.split(" (", 1)[0].split(":", 1)[0] for item in self.refused)
-
 
 # -- reading ---------------------------------------------------------------------------
 

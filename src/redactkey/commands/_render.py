@@ -14,7 +14,7 @@ from ._issues import Issue, Report, counted, rule_for
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["render", "render_text", "to_json", "to_sarif"]
+__all__ = ["reason_kind", "render", "render_text", "to_json", "to_sarif"]
 
 _SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -218,8 +218,8 @@ def _singular(name: str, count: int) -> str:
     return name[:-1] if count == 1 and name.endswith("s") else name
 
 
-def _reason_kind(reason: str) -> str:
-    """A skip reason without its particulars (sizes), for counting."""
+def reason_kind(reason: str) -> str:
+    """A reason without its particulars (sizes, per-call detail), for counting."""
     return reason.split(" (", 1)[0].split(":", 1)[0]
 
 
@@ -233,7 +233,7 @@ def _closing_line(report: Report, issues: Iterable[Issue]) -> str:
                           for name, count in sorted(report.formats.items()))
         parts[0] += f" ({kinds})"
     if report.skipped:
-        reasons = Counter(_reason_kind(reason) for _path, reason in report.skipped)
+        reasons = Counter(reason_kind(reason) for _path, reason in report.skipped)
         parts[0] += f", {len(report.skipped)} skipped (" + ", ".join(
             f"{count} {reason}" for reason, count in sorted(reasons.items())) + ")"
     if listed:
