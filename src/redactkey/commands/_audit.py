@@ -326,8 +326,7 @@ def audit_paths(
     report, targets = begin(paths, "audit", strict=checker.strict)
     auditor = Auditor(checker, unused=unused)
     worker = Auditor(checker, unused=unused)
-    factory = functools.partial(_audit_work, checker.spec, unused) \
-        if checker.spec is not None else None
+    factory = functools.partial(_audit_work, checker.spec, unused)
     found: list[Issue] = []
     by_display = {target.display: target for target in targets}
     recordings: list[Target] = []  # files holding recorded calls, for their age

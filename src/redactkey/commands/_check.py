@@ -123,20 +123,20 @@ class CheckerSpec:
 
     config: Config
     secret_env: tuple[str, ...] = ()
+    # False: JSON files are scanned as parsed, without building interactions (check)
     normalise: bool = True
-    strict: bool = False
+    strict: bool = False  # `--strict`: files that cannot be read are errors
+    # True: issues carry a value tag, so a baseline notices a changed value
     tagging: bool = False
+    # False: a file over the whole-read bound is refused (`Unreadable`), not read in
+    # pieces (the commands that rewrite a file need it whole)
     pieces: bool = True
 
     def build(self, redactor: Redactor | None = None) -> Checker:
         """A checker with `redactor`, by default one over this process's environment secrets."""
         if redactor is None:
             redactor = build_redactor(self.config, secret_env=self.secret_env)
-        checker = Checker(redactor, self.config, normalise=self.normalise, strict=self.strict,
-                          pieces=self.pieces)
-        checker.tagging = self.tagging
-        checker.spec = self
-        return checker
+        return Checker(redactor, self)
 
     def work(self, one: Callable[[Checker, Target], Outcome]) -> Callable[[Target], Outcome]:
         """`one` over a checker built here (a worker process's work)."""
@@ -151,16 +151,12 @@ class Checker:
     """Scans files for secrets with a `Redactor` (detectors, the configured extra detectors,
     credential-named fields, run secrets); third-party placeholders count as redacted."""
 
-    def __init__(self, redactor: Redactor, config: Config, *, normalise: bool = True,
-                 strict: bool = False, pieces: bool = True) -> None:
+    def __init__(self, redactor: Redactor, spec: CheckerSpec) -> None:
         self.redactor = redactor
-        self.config = config
-        self.strict = strict  # `--strict`: files that cannot be read are errors
-        # False: a file over the whole-read bound is refused (`Unreadable`), not read in
-        # pieces (the commands that rewrite a file need it whole)
-        self.pieces = pieces
+        self.spec = spec  # its settings, and how workers rebuild it (`--jobs`)
+        self.config = spec.config
+        self.strict = spec.strict
         self.parse_problem: str | None = None  # why the last file did not parse
-        self.spec: CheckerSpec | None = None  # how workers rebuild it (`--jobs`)
         # Three caches, for what repeats across the files of one tree; check without them
         # read bench_check.py's tree 10-14% slower (pointer masks most, then placeholders).
         self._shown: dict[str, str] = {}  # pointer -> pointer as printed (masked)
@@ -169,10 +165,6 @@ class Checker:
         # (by name, segment, whole) -> dismissed: placeholders repeat in every file
         self._dismissed: dict[tuple[bool, str, str | None], bool] = {}
         self._whole_judged: tuple[str, bool] | None = None
-        # False: JSON files are scanned as parsed, without building interactions (check)
-        self.normalise = normalise
-        # True: issues carry a value tag, so a baseline notices a changed value
-        self.tagging = False
         # findings the last `check_target` passed over for an inline pragma
         self.suppressed = 0
 
@@ -189,7 +181,7 @@ class Checker:
         self.suppressed = 0
         self.parse_problem = None
         if is_large(target):
-            if not self.pieces:
+            if not self.spec.pieces:
                 raise too_large(target)
             from ._large import check_large
 
@@ -201,7 +193,7 @@ class Checker:
         if opened.suffix not in STREAM_FILE_SUFFIXES and (named or looks_like_recording(text)):
             # a streamed body is split into its events, so a file that names a stream's
             # content type leaves the JSON fast path (the others stay on it)
-            normalise = self.normalise or names_a_stream(text)
+            normalise = self.spec.normalise or names_a_stream(text)
             try:
                 recording = read_recording(target.path, text, suffix=opened.suffix,
                                            normalise=normalise)
@@ -243,7 +235,7 @@ class Checker:
             issue = dataclasses.replace(issue, severity="warning",
                                         detail=issue.detail or "looks made up (a fake or an "
                                                                "example), not a working key")
-        if self.tagging:
+        if self.spec.tagging:
             issue = dataclasses.replace(issue, tag=value_tag(value, issue.fingerprint))
         return issue
 
@@ -424,7 +416,7 @@ def check_paths(
     """Run `redact check` over files and directories (`jobs` worker processes); findings
     in `baseline` are passed over (counted as allowed)."""
     report, targets = begin(paths, "check", strict=checker.strict)
-    factory = None if checker.spec is None else functools.partial(checker.spec.work, check_one)
+    factory = functools.partial(checker.spec.work, check_one)
     for outcome in read_into(report, targets, functools.partial(check_one, checker), factory,
                              jobs=jobs, progress=progress):
         for issue in outcome.issues:

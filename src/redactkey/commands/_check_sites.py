@@ -175,6 +175,6 @@ def header_issues(checker: Checker, recording: Recording, display: str,
     masked = checker.masked_pointer
     issues = [Issue(display, line, cls, masked(pointer), name, preview)
               for (name, _, pointer, cls, preview), line in zip(kept, lines, strict=True)]
-    if not checker.tagging:  # a header class is never a near miss: `_issue` keeps them
+    if not checker.spec.tagging:  # a header class is never a near miss: `_issue` keeps them
         return issues
     return [checker._issue(issue, site[1]) for issue, site in zip(issues, kept, strict=True)]

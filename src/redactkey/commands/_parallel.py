@@ -120,8 +120,8 @@ def run_files(
     targets: Sequence[Target],
     work: Work,
     *,
+    factory: Callable[[], Work],
     jobs: int = 1,
-    factory: Callable[[], Work] | None = None,
     progress: Progress | None = None,
 ) -> Iterator[Outcome]:
     """One outcome per target, in the targets' order: with `work` in this process, or in
@@ -134,7 +134,7 @@ def run_files(
     this process share the files, and nothing is done twice."""
     shown: Iterable[Target] = progress(targets) if progress is not None else targets
     work = functools.partial(_guarded, work)
-    if jobs <= 1 or factory is None or len(targets) < MIN_PARALLEL_FILES:
+    if jobs <= 1 or len(targets) < MIN_PARALLEL_FILES:
         for target in shown:
             yield work(target)
         return
@@ -180,7 +180,7 @@ def run_files(
 
 
 def read_into(report: Report, targets: Sequence[Target], work: Work,
-              factory: Callable[[], Work] | None, *, jobs: int,
+              factory: Callable[[], Work], *, jobs: int,
               progress: Progress | None) -> Iterator[Outcome]:
     """The outcomes of the files read (`run_files`), each noted in `report` with its format
     and the findings its inline pragmas passed over; a file not read is noted as skipped

@@ -493,7 +493,7 @@ def plan_paths(
     made in `jobs` worker processes, the files written by this one, in the walk's order."""
     report, targets = begin(paths, "scrub" if write else "scrub (dry run)",
                             strict=checker.strict)
-    factory = None if checker.spec is None else functools.partial(checker.spec.work, scrub_one)
+    factory = functools.partial(checker.spec.work, scrub_one)
     written: dict[str, str] = {}  # real path -> the name it was scrubbed under
     for outcome in read_into(report, targets, functools.partial(scrub_one, checker), factory,
                              jobs=jobs, progress=progress):
