@@ -33,7 +33,7 @@ from ..recordings._classify import Target, Unreadable, open_target, walk
 from ..recordings._readers import NOT_HTTP, Binary, Exchange, exchanges, read_recording
 from ..redact._redactor import Redactor
 
-__all__ = ["MigrationPlan", "Planned", "Unkeyable", "WireCall", "migrate", "read_calls"]
+__all__ = ["MigrationPlan", "Planned", "Unkeyable", "WireCall", "migrate", "wire_calls"]
 _TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded",
                "application/xml", "application/javascript", "application/x-ndjson",
                "multipart/form-data")
@@ -153,19 +153,15 @@ def _wire_call(source: str, call: Exchange) -> WireCall | Unkeyable:
                     _body_bytes(call.response_body))
 
 
-def read_calls(path: Path, text: str, suffix: str,
-               display: str) -> tuple[str, list[WireCall | Unkeyable]]:
-    """(format, calls) of one recording's text, read by the audit's readers;
-    `FixtureFormatError` when it does not parse.
-
-    A file with no HTTP interactions (a redactkey fixture, plain JSON/YAML) comes back
-    with an empty list and its format, so the caller can say why it was passed over.
-    """
-    recording = read_recording(path, text, suffix=suffix)
+def wire_calls(target: Target) -> tuple[str, list[WireCall | Unkeyable]]:
+    """(format, calls) of one recording, read by the audit's readers (no calls: a file
+    with no HTTP interactions); `Unreadable` or `FixtureFormatError` when it cannot be."""
+    opened = open_target(target)
+    recording = read_recording(target.path, opened.text, suffix=opened.suffix)
     why = NOT_HTTP.get(recording.format)
     return recording.format, [
-        Unkeyable(f"{display} {call.pointer}", why) if why is not None
-        else _wire_call(f"{display} {call.pointer}", exchange)
+        Unkeyable(f"{target.display} {call.pointer}", why) if why is not None
+        else _wire_call(f"{target.display} {call.pointer}", exchange)
         for call, exchange in zip(recording.interactions, exchanges(recording), strict=True)
     ]
 
@@ -214,12 +210,8 @@ def migrate(
     *,
     write: bool = False,
 ) -> MigrationPlan:
-    """Turn the recordings under `paths` into fixtures under `to` (a plan unless `write`).
-
-    The place of a recording below its `paths` argument is kept: with
-    ``tests/cassettes`` as the source, ``tests/cassettes/test_chat/test_a.yaml`` becomes
-    fixtures in ``<to>/test_chat/`` (pytest-recording's layout to the plugin's).
-    """
+    """Turn the recordings under `paths` into fixtures under `to` (a plan unless `write`),
+    each at its place below its `paths` argument (docs/cli/migrate.md)."""
     plan = MigrationPlan()
     destination = Path(to)
     config = load_config()
@@ -230,8 +222,7 @@ def migrate(
         for target, base in _sources(paths, plan):
             file = target.path
             try:
-                opened = open_target(target)
-                fmt, items = read_calls(file, opened.text, opened.suffix, target.display)
+                fmt, items = wire_calls(target)
             except (Unreadable, FixtureFormatError) as exc:
                 plan.skipped.append((target.display, exc.problem))
                 continue
