@@ -318,11 +318,8 @@ def audit_paths(
     jobs: int = 1,
     max_age: timedelta | None = None,
 ) -> Report:
-    """Run `redact audit` over directories and files (`jobs` worker processes).
-
-    With `max_age`, recordings whose last commit (or mtime, outside git) is older are
-    reported as `expired-fixture`.
-    """
+    """Run `redact audit` over directories and files (`jobs` worker processes); with
+    `max_age`, recordings last changed longer ago are `expired-fixture`."""
     report, targets = begin(paths, "audit", strict=checker.strict)
     auditor = Auditor(checker, unused=unused)
     worker = Auditor(checker, unused=unused)
@@ -352,11 +349,8 @@ def audit_paths(
 
 def expired_issues(roots: Sequence[str], targets: Sequence[Target],
                    max_age: timedelta) -> list[Issue]:
-    """`expired-fixture` for each target last changed longer ago than `max_age`.
-
-    Each directory named in `roots` is read from git once (`FixtureAges`), so the
-    cost does not grow with the number of files.
-    """
+    """`expired-fixture` for each target last changed longer ago than `max_age`; each
+    directory in `roots` is read from git once, so the cost does not grow with the files."""
     from ..fixtures._age import FixtureAges, format_duration
 
     ages = FixtureAges()

@@ -366,14 +366,12 @@ def build_redactor(
 
     The commands record nothing, so they follow the replay rule for stand-in values: a
     variable too short to scan for safely (or a placeholder such as `dummy`) is skipped
-    with a warning naming it, and so is a `secret_env` name this shell does not set,
-    rather than stopping the hook on every commit.
+    with a warning naming it, rather than stopping the hook on every commit. A name this
+    shell does not set has no value to leak: passed over, with a warning when given with
+    --secret-env (a name in the configuration is shared by everyone who runs the hook).
     """
     env = dict(os.environ)
     secrets = RunSecrets.from_env(env, min_length=config.min_secret_length, skip_short=True)
-    # A name in the configuration file is shared by everyone who runs the hook; a shell
-    # without that variable has no value of it to leak, so the name is passed over
-    # (as the pytest plugin does). A name given with --secret-env says so in a warning.
     for name in dict.fromkeys((*config.secret_env, *secret_env)):
         if name in env:
             secrets.add(name, env[name])

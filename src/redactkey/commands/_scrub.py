@@ -373,10 +373,8 @@ def _plan_third_party(target: Target, raw: bytes, checker: Checker, issues: list
 
 def _plan_stream_file(target: Target, raw: bytes, text: str, checker: Checker,
                       issues: list[Issue]) -> Change | None:
-    """A stream saved as a file of its own (`.sse`, `.ndjson`, `.jsonl`): redacted event by
-    event (a key split across events included) and its framing lines as text; every byte
-    but the redacted values stays (SSE `event:`/`data:`/`id:` lines, blank lines, one
-    JSON per NDJSON line with its own spacing), and so do the file's encoding and gzip."""
+    """A stream saved as a file of its own, redacted event by event and its framing lines
+    as text; every other byte stays (docs/cli/scrub.md, "Stream files")."""
     if not issues:
         return None
     stream = file_stream(text, inner_suffix(target.path))
