@@ -221,8 +221,14 @@ class Checker:
         return self.without_pragmas(self.scan_text(text, target.display), text), None
 
     def without_pragmas(self, issues: list[Issue], text: str) -> list[Issue]:
-        """`issues` less those on a line of `text` with an inline pragma (counted)."""
-        kept = _inline(issues, text)
+        """`issues` less those on a line of `text` that carries an inline pragma (`redact:
+        allow`, `pragma: allowlist secret`, `gitleaks:allow`), counted as allowed."""
+        # every pragma spells "allow": a file without it needs no regex pass
+        if not issues or "allow" not in text or INLINE_PRAGMA.search(text) is None:
+            return issues
+        lines = text.splitlines()
+        kept = [i for i in issues
+                if not (0 < i.line <= len(lines) and INLINE_PRAGMA.search(lines[i.line - 1]))]
         self.suppressed += len(issues) - len(kept)
         return kept
 
@@ -383,17 +389,6 @@ def build_redactor(
     return Redactor(secrets, placeholder=config.placeholder,
                     sensitive_keys=config.sensitive_keys,
                     extra_patterns=config.extra_patterns())
-
-
-def _inline(issues: list[Issue], text: str) -> list[Issue]:
-    """Issues minus those on a line that carries an inline pragma (`redact: allow`,
-    `pragma: allowlist secret`, `gitleaks:allow`); the commands count those as allowed."""
-    # every pragma spells "allow": a file without it needs no regex pass
-    if not issues or "allow" not in text or INLINE_PRAGMA.search(text) is None:
-        return issues
-    lines = text.splitlines()
-    return [i for i in issues
-            if not (0 < i.line <= len(lines) and INLINE_PRAGMA.search(lines[i.line - 1]))]
 
 
 def check_one(checker: Checker, target: Target) -> Outcome:
