@@ -37,9 +37,7 @@ def show(files: tuple[str, ...], plain: bool, fmt: str, textconv: bool,
 
     _config, redactor = environment_redactor(config_path, secret_env, quiet=textconv)
     rich = fmt == "text" and not (plain or textconv) and sys.stdout.isatty()
-    return run_show(files, fmt=fmt, rich=rich, textconv=textconv, redactor=redactor,
-                    echo=click.echo, complain=lambda text: click.echo(f"redact show: {text}",
-                                                                      err=True))
+    return run_show(files, fmt=fmt, rich=rich, textconv=textconv, redactor=redactor)
 
 
 @click.command(name="diff")

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.console import Console
 from rich.text import Text
 
@@ -373,8 +374,7 @@ _STYLES = {"file": "bold reverse", "label": "cyan", "role": "bold magenta", "tex
 
 
 def run_show(files: tuple[str, ...], *, fmt: str, rich: bool, textconv: bool,
-             redactor: Redactor, echo: Callable[[str], None],
-             complain: Callable[[str], None]) -> int:
+             redactor: Redactor) -> int:
     """Show each file (exit 0), or say why one cannot be shown (exit 2). For git's
     textconv a file that holds no recording is shown as it is."""
     ages = FixtureAges()
@@ -390,9 +390,9 @@ def run_show(files: tuple[str, ...], *, fmt: str, rich: bool, textconv: bool,
             recorded = read_calls(path, name, redactor)
         except InputError as exc:
             if textconv and path.is_file():
-                echo(path.read_bytes().decode("utf-8", "replace").rstrip("\n"))
+                click.echo(path.read_bytes().decode("utf-8", "replace").rstrip("\n"))
             else:
-                complain(str(exc))
+                click.echo(f"redact show: {exc}", err=True)
                 code = 2
             continue
         views = [view(call, redactor) for call in recorded.calls]
@@ -404,12 +404,12 @@ def run_show(files: tuple[str, ...], *, fmt: str, rich: bool, textconv: bool,
                               "source": age.described_source}})
             continue
         if name != files[0] and not textconv:
-            echo("")
+            click.echo("")
         for style, line in recording_lines(recorded, views, age, heading=not textconv):
             if console is not None:
                 console.print(Text(line, style=_STYLES[style]))
             else:
-                echo(line)
+                click.echo(line)
     if fmt == "json":
-        echo(json.dumps({"files": found}, indent=2, ensure_ascii=False))
+        click.echo(json.dumps({"files": found}, indent=2, ensure_ascii=False))
     return code
