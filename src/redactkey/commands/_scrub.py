@@ -51,8 +51,6 @@ from ._issues import InputProblem, Issue, Report, counted
 from ._parallel import Outcome, read_into
 
 _REDACTED_NOTE = "rewritten with the findings redacted"
-# the formats of a stream saved as a file of its own
-STREAM_FILE_KINDS = frozenset({"sse", "ndjson"})
 # `Set-Cookie` attributes: what the cookie is for, never a secret
 _COOKIE_ATTRIBUTES = frozenset({"path", "domain", "expires", "max-age", "samesite", "secure",
                                 "httponly", "partitioned", "priority", "version", "comment"})
@@ -344,9 +342,7 @@ def _encoded(text: str, raw: bytes) -> bytes:
 
 
 def _plan_third_party(target: Target, raw: bytes, checker: Checker, issues: list[Issue],
-                      recording: Recording) -> Change | None:
-    if not issues:
-        return None
+                      recording: Recording) -> Change:
     if recording.format in TEXT_DIALECTS:
         raise FixtureFormatError(target.display, f"the {recording.format} dialect is read "
                                  "but not rewritten by scrub: replace the secret by hand or "
@@ -372,14 +368,11 @@ def _plan_third_party(target: Target, raw: bytes, checker: Checker, issues: list
 
 
 def _plan_stream_file(target: Target, raw: bytes, text: str, checker: Checker,
-                      issues: list[Issue]) -> Change | None:
+                      issues: list[Issue]) -> Change:
     """A stream saved as a file of its own, redacted event by event and its framing lines
     as text; every other byte stays (docs/cli/scrub.md, "Stream files")."""
-    if not issues:
-        return None
     stream = file_stream(text, inner_suffix(target.path))
-    if stream is None:  # pragma: no cover - the checker read it as a stream
-        return None
+    assert stream is not None  # the checker read it as a stream
     redactor = checker.redactor
     body = write_stream(stream, redactor.redact_stream([e.value for e in stream.events]),
                         framing=redactor.redact_text)
@@ -399,15 +392,17 @@ def _plan(target: Target, checker: Checker) -> tuple[Change | None, str, list[Is
     found = [i for i in issues if i.level != "note" and i.rule != "unreadable-file"
              and not checker.allowlisted(i)]
     fmt = "text" if cassette is None else cassette.format
-    if cassette is None:
-        change = Change(target, found, b"", target.path,
-                        conflict="not JSON or YAML: edit the file by hand") if found else None
-    elif fmt in STREAM_FILE_KINDS:
-        change = _plan_stream_file(target, raw, cassette.text, checker, found)
-    elif fmt == "fixture":
+    if fmt == "fixture":
         change = _plan_fixture(target, raw, checker, found)
     elif fmt == "store":
         change = _plan_store(target, raw, checker, found)
+    elif not found:  # any other file is rewritten only for its findings
+        change = None
+    elif cassette is None:
+        change = Change(target, found, b"", target.path,
+                        conflict="not JSON or YAML: edit the file by hand")
+    elif fmt in ("sse", "ndjson"):  # a stream saved as a file of its own
+        change = _plan_stream_file(target, raw, cassette.text, checker, found)
     else:
         change = _plan_third_party(target, raw, checker, found, cassette)
     if change is not None:
