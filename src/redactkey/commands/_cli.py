@@ -391,7 +391,7 @@ def migrate(sources: tuple[str, ...], to: Path, write: bool, verbose: bool,
             click.echo(f"{verb} {_relative(item.target)}{replaces} <- {item.source}: "
                        f"{item.method} {redactor.redact_url(item.url)}{stream}"
                        f"{redacted}")
-        for source, why, _key in plan.duplicates:
+        for source, why in plan.duplicates:
             click.echo(f"duplicate {source}: {why}; not written")
         for refused in plan.refused:
             click.echo(f"refused {refused.source}: {refused.reason}")

@@ -68,7 +68,6 @@ class Planned:
     source: str
     method: str
     url: str
-    key: str
     target: Path
     streamed: bool
     redacted: tuple[str, ...]  # rule names of what was taken out, with counts
@@ -83,7 +82,7 @@ class MigrationPlan:
     files: Counter[str] = field(default_factory=Counter)  # format -> files read
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     planned: list[Planned] = field(default_factory=list)
-    duplicates: list[tuple[str, str, str]] = field(default_factory=list)  # (src, why, key)
+    duplicates: list[tuple[str, str]] = field(default_factory=list)  # (source, why)
     refused: list[Unkeyable] = field(default_factory=list)
     written: int = 0
 
@@ -277,7 +276,7 @@ def _plan_one(plan: MigrationPlan, fixtures: HttpFixtures, owners: dict[str, str
         return
     owner = owners.setdefault(key, recording)
     if owner != recording:
-        plan.duplicates.append((exchange.source, f"same key {key[:12]}… as {owner}", key))
+        plan.duplicates.append((exchange.source, f"same key {key[:12]}… as {owner}"))
         return
     answers = fixtures.answers
     assert answers is not None  # a FixtureDir's layer keeps sequences
@@ -294,14 +293,13 @@ def _plan_one(plan: MigrationPlan, fixtures: HttpFixtures, owners: dict[str, str
         plan.refused.append(Unkeyable(exchange.source, "cannot be stored: nothing recorded"))
         return
     if index == before:
-        plan.duplicates.append((exchange.source, "same request and answer as the call "
-                                                 "before it", key))
+        plan.duplicates.append((exchange.source, "same request and answer as the call before it"))
         return
     volatile = tuple(f"{w.message.pointer} ({w.message.reason})" for w in caught
                      if isinstance(w.message, VolatileValueWarning))
     staged = answers.store.path_for(KIND, key, index)
     target = target_dir / staged.name
     replaces = target.exists() and target.read_bytes() != staged.read_bytes()
-    plan.planned.append(Planned(exchange.source, exchange.method, exchange.url, key, target,
+    plan.planned.append(Planned(exchange.source, exchange.method, exchange.url, target,
                                 wants_stream(document), _redacted(redactor, exchange, document),
                                 replaces, volatile))

@@ -24,7 +24,6 @@ __all__ = ["PrunePlan", "plan_prune", "read_run_report"]
 class PrunePlan:
     """What prune would do: files to delete, files refused (with why), and the run's state."""
 
-    report: Path
     roots: list[Path]
     partial: list[str]
     project: Path  # the report's directory: nothing outside it is ever deleted
@@ -91,7 +90,7 @@ def plan_prune(report: str | os.PathLike[str], *, force: bool = False) -> PruneP
         else:
             refused.append((root, f"a fixture root outside the project that holds the "
                                   f"report ({base}); not a root"))
-    plan = PrunePlan(where, roots, [] if force else partial, base, refused=refused)
+    plan = PrunePlan(roots, [] if force else partial, base, refused=refused)
     for item in unused:
         candidate = base / item
         try:
