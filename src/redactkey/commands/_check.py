@@ -430,24 +430,14 @@ def progress_bar(color: bool | None = None, *, threshold: int = 200) -> Progress
         return _tracked(targets)
 
     def _tracked(targets: Sequence[Target]) -> Iterator[Target]:
+        from rich import progress
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
 
         console = Console(stderr=True, force_terminal=color, no_color=color is False)
-        with Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        ) as bar:
+        with progress.Progress(progress.TextColumn("[progress.description]{task.description}"),
+                               progress.BarColumn(), progress.MofNCompleteColumn(),
+                               progress.TimeRemainingColumn(), console=console,
+                               transient=True) as bar:
             task = bar.add_task("scanning", total=len(targets))
             for target in targets:
                 yield target
