@@ -332,14 +332,13 @@ def prune(run_report: Path, write: bool, force: bool) -> int:
     for gone, problem in failed:
         click.echo(f"cannot delete {_relative(gone)}: {problem}")
     count = len(plan.delete)
+    refusals = f", {len(plan.refused)} refused" if plan.refused else ""
     if plan.blocked:
         click.echo(f"prune: nothing deleted; {counted(count, 'file')} listed as unused")
     elif write:
-        click.echo(f"prune: {counted(count - len(failed), 'file')} deleted"
-                   + (f", {len(plan.refused)} refused" if plan.refused else ""))
+        click.echo(f"prune: {counted(count - len(failed), 'file')} deleted{refusals}")
     else:
-        click.echo(f"prune (dry run): {counted(count, 'file')} would be deleted"
-                   + (f", {len(plan.refused)} refused" if plan.refused else "")
+        click.echo(f"prune (dry run): {counted(count, 'file')} would be deleted{refusals}"
                    + ("; run again with --write to delete them" if count else ""))
     refused = plan.blocked or bool(plan.refused) or bool(failed)
     return EXIT_FINDINGS if refused else EXIT_OK
@@ -376,8 +375,7 @@ def migrate(sources: tuple[str, ...], to: Path, write: bool, verbose: bool,
 
     _config, redactor = environment_redactor(config_path, secret_env)
     plan = run_migration(sources, to, redactor, write=write)
-    detail = verbose or plan.interactions <= 50
-    if detail:
+    if verbose or plan.interactions <= 50:
         for path, reason in plan.skipped:
             click.echo(f"skipped {path}: {reason}")
         for item in plan.planned:
