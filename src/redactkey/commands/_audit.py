@@ -42,9 +42,7 @@ def _first_error(validator: Any, document: Any) -> tuple[str, str] | None:
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
     if not errors:
         return None
-    pointer = ""
-    for token in errors[0].absolute_path:
-        pointer = pointer_join(pointer, token)
+    pointer = "".join(pointer_join("", token) for token in errors[0].absolute_path)
     return pointer, _without_values(errors[0])[:200]
 
 

@@ -1,17 +1,10 @@
-"""Files read in parallel (`-j/--jobs`) with the same output, in the same order.
+"""Files read in parallel (`-j/--jobs`) with the same output, in the same order
+(docs/cli/audit.md, `--jobs`).
 
-Worker processes get the work of the calling process one of two ways:
-
-- **fork** (Linux, and wherever `fork` is a start method), when the calling process
-  runs one thread: the workers are copies of it, the checker and its detectors
-  already built, nothing imported again and nothing pickled but the files' outcomes;
-- otherwise (**spawn**, or a process that runs threads, where a fork could inherit a
-  held lock), each worker builds its own checker once, in its initializer, from a
-  picklable recipe (run secrets are never pickled: a worker reads them from its own
-  environment, which it inherits).
-
-Files are handed out in chunks, and outcomes come back in the order of the walk, so a
-report does not depend on `--jobs`.
+A forked worker (`start_method`) is a copy of the calling process, its checker already
+built and nothing pickled but the outcomes; a spawned one builds its own once, from a
+picklable recipe (run secrets are never pickled: a worker reads them from its own
+environment, which it inherits).
 """
 
 from __future__ import annotations
