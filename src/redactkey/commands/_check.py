@@ -272,14 +272,11 @@ class Checker:
             return True
         # The value around a finding by name may say it is a placeholder (`Bearer <TOKEN>`);
         # around a detector's match it says nothing: the match itself is the evidence.
-        if (rule in _BY_NAME_RULES and whole is not None and whole != segment
-                and self._placeholder_whole(whole)):
+        if rule not in _BY_NAME_RULES:
+            return False
+        if whole is not None and whole != segment and self._placeholder_whole(whole):
             return True
-        if rule in _BY_NAME_RULES:
-            bare = AUTH_SCHEMES.sub("", trimmed).strip()
-            if len(bare) < self.config.min_secret_length:
-                return True
-        return False
+        return len(AUTH_SCHEMES.sub("", trimmed).strip()) < self.config.min_secret_length
 
     def _placeholder_whole(self, whole: str) -> bool:
         """`looks_redacted` of the value around a finding, judged once for all the findings
