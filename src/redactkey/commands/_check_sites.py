@@ -156,17 +156,13 @@ def header_issues(checker: Checker, recording: Recording, display: str,
                 classes[name] = cls
         if cls is None:
             continue
-        if cls in ("sensitive-key", "cookie"):
-            if checker.dismissed("sensitive-key", value):
-                continue
-            preview = mask(value)
-        elif cls == "identifying-header":
+        if cls == "identifying-header":
             if looks_redacted(value, checker.redactor.is_placeholder):
                 continue
-            preview = mask(value)
-        else:
-            preview = None
-        kept.append((name, value, pointer, cls, preview))
+        elif cls in ("sensitive-key", "cookie") and checker.dismissed("sensitive-key", value):
+            continue
+        previewed = cls in ("sensitive-key", "cookie", "identifying-header")
+        kept.append((name, value, pointer, cls, mask(value) if previewed else None))
     pointers = [pointer for _, _, pointer, _, _ in kept]
     # a generic document's header sites are its own strings, reached through
     # containers: their values need no second walk down the document
