@@ -85,8 +85,7 @@ def canon() -> None:
     value = _read_json_stdin()
     with input_failures():
         data = canonicalize(value)
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+    click.echo(data, nl=False)
 
 
 # --- check / audit / scrub ----------------------------------------------------------
@@ -145,8 +144,7 @@ def key(kind: str, material: bool, redact: bool, secret_env: tuple[str, ...],
         request = stored_request(kind, request)
         document = key_material(kind, request, spec=config.key_spec(kind), redactor=redactor)
         out = canonicalize(document) if material else key_from_material(document).encode()
-    sys.stdout.buffer.write(out + b"\n")
-    sys.stdout.buffer.flush()
+    click.echo(out)
 
 
 @cli.command()
