@@ -4,6 +4,7 @@ guarded test, what the tests replayed and recorded), merged across xdist workers
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from collections.abc import Callable, Generator
@@ -364,9 +365,7 @@ class Run:
         if item.nodeid in self.dir_of:
             self.part["used"] = True
         guard = item.stash[_GUARD_KEY] = self._guard(item)
-        if guard is None:
-            return (yield)
-        with guard:
+        with guard or contextlib.nullcontext():
             return (yield)
 
     @pytest.hookimpl(wrapper=True)
@@ -374,19 +373,13 @@ class Run:
         shown = self.dir_of.get(item.nodeid)
         if shown is not None:
             self.part["dirs"][shown]["ran"].append(item.nodeid)
-        guard = item.stash.get(_GUARD_KEY, None)
-        if guard is None:
-            return (yield)
-        with guard:
+        with item.stash.get(_GUARD_KEY, None) or contextlib.nullcontext():
             return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
-        guard = item.stash.get(_GUARD_KEY, None)
         try:
-            if guard is None:
-                return (yield)
-            with guard:
+            with item.stash.get(_GUARD_KEY, None) or contextlib.nullcontext():
                 return (yield)
         finally:
             if _GUARD_KEY in item.stash:  # the test's last phase: nothing of it is kept
@@ -457,10 +450,9 @@ class Run:
             from ..fixtures._format import dump_document
             from ..fixtures._store import atomic_write
 
-            mode = self.options.mode or "replay"
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, dump_document(summary.document(
-                mode, self.options.model_mode or mode, root, path)))
+                self.options.mode, self.options.model_mode, root, path)))
             self.report_written = path
         failing = summary.drifted  # report mode lets every test finish; the run still fails
         if self.options.fail_unused and summary.unused:
@@ -488,9 +480,8 @@ class Run:
         return reasons
 
     def _modes_line(self) -> str:
-        mode = self.options.mode or "replay"
-        source = "" if self.options.mode else " (default)"
-        return f"mode {mode}{source}, model calls {self.options.model_mode or mode}"
+        source = " (default)" if self.options.mode_from == "default" else ""
+        return f"mode {self.options.mode}{source}, model calls {self.options.model_mode}"
 
     def pytest_report_header(self) -> str:
         return f"redactkey: {self._modes_line()}"

@@ -105,10 +105,10 @@ def _choice(value: str, name: str, choices: tuple[str, ...]) -> str:
 class Options:
     """Session-wide settings, resolved once from options, environment and ini."""
 
-    mode: Mode | None  # explicit session mode (option, else environment), None for default
+    mode: Mode  # the session mode: option, else environment, else replay
     mode_from: str  # "option", "env" or "default"
-    model_mode: Mode | None
-    model_mode_from: str  # "option", "env" or "mode" (the session mode)
+    model_mode: Mode  # option, else environment, else the session mode
+    model_mode_from: str  # "option", "env", or the session mode's when it follows that
     allow_loopback: bool
     guard: str
     fixture_dir: str
@@ -127,16 +127,17 @@ class Options:
             return None if value is None else value.strip().lower()
 
         def settled(option: str, flag: str, variable: str,
-                    fallback: str) -> tuple[Mode | None, str]:
+                    fallback: tuple[Mode, str]) -> tuple[Mode, str]:
             given = _mode(config.getoption(option), flag)
             if given is not None:
                 return given, "option"
             from_env = _mode(env(variable), variable)
-            return (from_env, "env") if from_env is not None else (None, fallback)
+            return (from_env, "env") if from_env is not None else fallback
 
-        mode, mode_from = settled("redactkey_mode", "--redactkey-mode", MODE_ENV, "default")
+        mode, mode_from = settled("redactkey_mode", "--redactkey-mode", MODE_ENV,
+                                  ("replay", "default"))
         model_mode, model_mode_from = settled("redactkey_model_mode", "--redactkey-model-mode",
-                                              MODEL_MODE_ENV, "mode")
+                                              MODEL_MODE_ENV, (mode, mode_from))
         loopback = config.getoption("redactkey_allow_loopback")
         guard = _choice(str(config.getini("redactkey_network_guard")).strip() or "used",
                         "redactkey_network_guard", GUARD_SCOPES)
@@ -259,17 +260,15 @@ def settings_for(item: pytest.Item) -> RedactkeySettings:
     marker_mode = _mode(kwargs.get("mode"), f"{where} mode")
     marker_model_mode = _mode(kwargs.get("model_mode"), f"{where} model_mode")
     # The marker is the most specific: it beats the option, which beats the environment.
-    mode: Mode = marker_mode or options.mode or "replay"
+    mode: Mode = marker_mode or options.mode
     mode_from = "marker" if marker_mode else options.mode_from
     model_mode: Mode
     if marker_model_mode:
         model_mode, model_from = marker_model_mode, "marker"
     elif marker_mode:
         model_mode, model_from = marker_mode, "marker mode"
-    elif options.model_mode:
-        model_mode, model_from = options.model_mode, options.model_mode_from
     else:
-        model_mode, model_from = mode, mode_from
+        model_mode, model_from = options.model_mode, options.model_mode_from
     settings = item.stash[SETTINGS_KEY] = RedactkeySettings(
         nodeid=item.nodeid, mode=mode, model_mode=model_mode,
         fixture_dir=run.shared.fixture_dir(item, kwargs.get("path")),
