@@ -77,26 +77,6 @@ JSON = Any
 _READ_TO_THE_END = ("record", "auto", "verify")
 
 
-def _status_and_headers(head: JSON) -> tuple[int, dict[str, str]] | None:
-    """Status and headers of a response document (parsed from a file: plain JSON), or
-    None when it lacks them."""
-    if isinstance(head, dict):
-        status, headers = head.get("status"), head.get("headers")
-        if (type(status) is int and 100 <= status <= 599 and isinstance(headers, dict)
-                and all(type(value) is str for value in headers.values())):
-            return status, headers
-    return None
-
-
-def _event_lines(content_type: str | None, chunks: Iterable[JSON]) -> bytes | None:
-    """Server-sent events still in the lines of their file, as the body they make on the
-    wire, when they can be sent as they stand (else None)."""
-    if isinstance(chunks, ChunkLinesIterator) and is_event_stream(content_type):
-        lines = chunks.unread()
-        return event_lines_bytes(lines) if lines is not None else None
-    return None
-
-
 class HttpFixtures:
     """Record and replay of HTTP exchanges (kind ``"http"``) through a fixture store.
 
@@ -131,11 +111,14 @@ class HttpFixtures:
         return FixtureFormatError(where, problem)
 
     def _head(self, head: JSON, call: Call) -> tuple[int, dict[str, str]]:
-        found = _status_and_headers(head)
-        if found is None:
-            raise self._bad(call, "the recorded HTTP response needs an integer 'status' and "
-                            "string 'headers'")
-        return found
+        """Status and headers of a response document (parsed from a file: plain JSON)."""
+        if isinstance(head, dict):
+            status, headers = head.get("status"), head.get("headers")
+            if (type(status) is int and 100 <= status <= 599 and isinstance(headers, dict)
+                    and all(type(value) is str for value in headers.values())):
+                return status, headers
+        raise self._bad(call, "the recorded HTTP response needs an integer 'status' and "
+                        "string 'headers'")
 
     def _capture(self, seen: list[LiveResponse], live: LiveResponse) -> JSON:
         """The live answer as a response document; an environment failure is never recorded."""
@@ -153,27 +136,29 @@ class HttpFixtures:
         if seen:
             return whole(seen[-1])
         status, headers = self._head(answer, call)
-        try:
-            content = (stream_bytes("text/event-stream", answer["events"]) if "events" in answer
-                       else body_bytes(answer))
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise self._bad(call, f"a recorded response: {exc}") from None
+        content = self._wire(call, lambda: (
+            stream_bytes("text/event-stream", answer["events"]) if "events" in answer
+            else body_bytes(answer)), "a recorded response")
         return Reply(status, list(headers.items()), content, live=False)
 
     def _replayed(self, call: Call, content_type: str | None, chunks: Iterable[JSON]) -> bytes:
         """A replayed stream's stored chunks back as the one body they make (one read for
-        the client instead of one per event)."""
-        as_they_stand = _event_lines(content_type, chunks)
-        if as_they_stand is not None:
-            return as_they_stand
+        the client instead of one per event); server-sent events still in the lines of
+        their file go out as they stand."""
+        if isinstance(chunks, ChunkLinesIterator) and is_event_stream(content_type):
+            lines = chunks.unread()
+            as_they_stand = event_lines_bytes(lines) if lines is not None else None
+            if as_they_stand is not None:
+                return as_they_stand
         return self._wire(call, lambda: stream_bytes(content_type, chunks))
 
-    def _wire(self, call: Call, encode: Callable[[], bytes]) -> bytes:
-        """Stored chunks back on the wire; a malformed fixture names its file."""
+    def _wire(self, call: Call, encode: Callable[[], bytes],
+              what: str = "a recorded stream chunk") -> bytes:
+        """Stored data back on the wire; a malformed fixture names its file."""
         try:
             return encode()
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise self._bad(call, f"a recorded stream chunk: {exc}") from None
+            raise self._bad(call, f"{what}: {exc}") from None
 
     def _streams(self, document: Mapping[str, JSON], call: Call) -> bool | None:
         """Whether a call is a stream: the request says so, else its recording does;
