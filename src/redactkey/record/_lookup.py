@@ -180,8 +180,7 @@ class StoreLookup:
             if fixture is not None:
                 if self.max_age is not None and not self._fresh(call, can_rerecord):
                     return None
-                if self.report is not None:
-                    self.note("replayed", call)
+                self.note("replayed", call)
                 return fixture
             if self.mode == "replay":
                 self.note("missing", call)

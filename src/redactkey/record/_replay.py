@@ -153,10 +153,6 @@ class ModelFixtures:
     def label(self) -> str | None:
         return self.lookup.label
 
-    def spec_for(self, kind: str) -> KeySpec:
-        """The key spec of `kind`: `spec` when given, else the configuration's."""
-        return self.keying.spec_for(kind)
-
     def key(self, kind: str, request: Any, spec: KeySpec | None = None) -> Call:
         """`request` keyed as every call keys it, for the `*_keyed` methods (a caller that
         looks first keys once); in live mode nothing is keyed (the call is empty)."""

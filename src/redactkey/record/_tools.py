@@ -86,7 +86,7 @@ class ToolFixtures:
         and replayed like a model stream's)."""
         def decorate(func: F) -> F:
             kind = "tool:" + (name or func.__name__)
-            self.fixtures.spec_for(kind)  # a name that cannot name a file is refused now
+            self.fixtures.keying.spec_for(kind)  # a name that cannot name a file is refused now
             streams = inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func)
             return cast(F, wrap_function(self.fixtures, func, kind, stream=streams,
                                          schema=None, decode=decode))
