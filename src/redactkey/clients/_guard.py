@@ -158,9 +158,6 @@ class NetworkGuard:
 
     def __exit__(self, *exc: object) -> None:
         cls = socket.socket
-        if self._saved == (_INHERITED, _INHERITED):  # (the common case)
-            del cls.connect, cls.connect_ex
-            return
         for name, value in zip(("connect", "connect_ex"), self._saved, strict=True):
             if value is _INHERITED:
                 delattr(cls, name)
