@@ -13,12 +13,12 @@ import functools
 import sys
 import threading
 import urllib.parse
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from .._errors import DriftError, MissingFixtureError, UsageError, raised_at_entry
-from ..http._documents import RESPONSE_HEADERS, request_document
+from ..http._documents import request_document
 from ..record._exchange import HttpFixtures
 from ..record._wire import (
     AsyncLiveStream,
@@ -164,11 +164,9 @@ class FixtureTransport(_TransportBase):
         mode: Mode | None = None,
         redactor: Redactor | None = None,
         inner: Any = None,
-        response_headers: Iterable[str] = RESPONSE_HEADERS,
         **options: Any,
     ) -> None:
-        self._http = HttpFixtures(store, mode=mode, redactor=redactor,
-                                  response_headers=response_headers, **options)
+        self._http = HttpFixtures(store, mode=mode, redactor=redactor, **options)
         if inner is not None and not (
             hasattr(inner, "handle_request") or hasattr(inner, "handle_async_request")
         ):

@@ -161,9 +161,9 @@ class Recorder:
             store_or_path = base / "tests" / "fixtures"
         options.setdefault("how_to_record", (how_to_record(tool_from, model=False),
                                              how_to_record(model_from, model=True)))
-        options.setdefault("how_to_rerecord", (
-            "pass mode='record' to the Recorder and run again" if tool_from == "argument"
-            else f"set {MODE_ENV}=record for this test and run it again"))
+        if tool_from != "argument":  # (an argument keeps the constructor's advice)
+            options.setdefault("how_to_rerecord",
+                               f"set {MODE_ENV}=record for this test and run it again")
         return cls(store_or_path, mode=tool, model_mode=model, config=config, **options)
 
     def _environment_secrets(self) -> RunSecrets:
@@ -262,7 +262,7 @@ class Recorder:
         region is part of the endpoint, so replay in the region you recorded in."""
         import boto3
 
-        from ._botocore import BOTOCORE_RESPONSE_HEADERS, use_botocore
+        from ._botocore import use_botocore
 
         if (self.model_mode if model else self.mode) == "replay":
             if "aws_access_key_id" not in client_kwargs:
@@ -271,8 +271,7 @@ class Recorder:
                 client_kwargs["region_name"] = (boto3.session.Session().region_name
                                                 or _DEFAULT_REGION)
         client = boto3.client(service, **client_kwargs)
-        return use_botocore(client, self.store, response_headers=BOTOCORE_RESPONSE_HEADERS,
-                            **self._options(model))
+        return use_botocore(client, self.store, **self._options(model))
 
     def vcr_hooks(self) -> VcrHooks:
         """The vcrpy interop hooks with this recorder's redactor and HTTP key spec."""

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._errors import raised_at_entry
-from ..http._documents import RESPONSE_HEADERS, request_document
+from ..http._documents import request_document
 from ..record._exchange import HttpFixtures
 from ..record._wire import LiveStream, RawBody, Reply, StreamReply, sent_bytes
 
@@ -85,12 +85,10 @@ class RequestsAdapter(BaseAdapter):
         mode: Mode | None = None,
         redactor: Redactor | None = None,
         inner: BaseAdapter | None = None,
-        response_headers: Iterable[str] = RESPONSE_HEADERS,
         **options: Any,
     ) -> None:
         super().__init__()
-        self._http = HttpFixtures(store, mode=mode, redactor=redactor,
-                                  response_headers=response_headers, **options)
+        self._http = HttpFixtures(store, mode=mode, redactor=redactor, **options)
         self._inner = inner
         self._owned: HTTPAdapter | None = None
         self._lock = threading.Lock()
