@@ -13,7 +13,7 @@ import functools
 import sys
 import threading
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, overload
 
@@ -26,8 +26,6 @@ from ..record._wire import (
     LiveStream,
     Reply,
     StreamReply,
-    miss_body,
-    miss_needs_response,
 )
 
 if TYPE_CHECKING:
@@ -132,11 +130,28 @@ def _miss_response_type(library: ModuleType) -> type:
     return MissResponse
 
 
+# Stainless-generated clients (they send ``x-stainless-lang``) catch every exception of
+# their HTTP client's `send` and retry it as a connection error (groq), but call
+# `response.raise_for_status()` outside that net. Anthropic's client checks the status
+# itself and lets its own errors through, so a miss raised as an `AnthropicError`
+# reaches the caller already (docs/decisions/0031).
+_STATUS_CHECKED_ELSEWHERE: Final = ("Anthropic/", "AsyncAnthropic/")
+
+
+def _miss_needs_response(document: Mapping[str, Any]) -> bool:
+    """Whether a miss must reach this request's client as a response whose
+    `raise_for_status()` raises it, rather than raised from the transport (0095)."""
+    headers = document.get("headers", {})
+    agent = str(headers.get("user-agent", ""))
+    return "x-stainless-lang" in headers and not agent.startswith(_STATUS_CHECKED_ELSEWHERE)
+
+
 def _miss_response(library: ModuleType, request: Any, miss: Exception) -> Any:
     """A 404 that is never retried (``x-should-retry: false``), carries the miss text and
     raises the miss itself from `raise_for_status()` (docs/decisions/0031)."""
+    body = {"error": {"type": "missing_fixture", "message": str(miss)}}
     response = _miss_response_type(library)(
-        404, headers={"x-should-retry": "false"}, json=miss_body(miss), request=request
+        404, headers={"x-should-retry": "false"}, json=body, request=request
     )
     response.miss = miss
     return response
@@ -282,7 +297,7 @@ class FixtureTransport(_TransportBase):
         try:
             reply = self._http.exchange(document, open_stream)
         except (MissingFixtureError, DriftError) as miss:
-            if not miss_needs_response(document):
+            if not _miss_needs_response(document):
                 raise
             return _miss_response(library, request, miss)
         return self._response(library, request, reply)
@@ -314,7 +329,7 @@ class FixtureTransport(_TransportBase):
         try:
             reply = await self._http.aexchange(document, open_stream)
         except (MissingFixtureError, DriftError) as miss:
-            if not miss_needs_response(document):
+            if not _miss_needs_response(document):
                 raise
             return _miss_response(library, request, miss)
         return self._response(library, request, reply)

@@ -36,8 +36,6 @@ __all__ = [
     "amarked",
     "aread_whole",
     "marked",
-    "miss_body",
-    "miss_needs_response",
     "read_whole",
     "sdk_miss",
     "sending_live",
@@ -53,10 +51,6 @@ Pairs = Iterable[tuple[str, str]]
 # that is also one of those surfaces as itself, at once, instead of being wrapped in a
 # connection error and retried with back-off (see docs/decisions/0031).
 _SDK_ERRORS: Final = (("openai", "OpenAIError"), ("anthropic", "AnthropicError"))
-
-
-async def _nothing() -> None:
-    return None
 
 
 class LiveResponse:
@@ -85,7 +79,7 @@ class AsyncLiveStream:
     __slots__ = ("aclose", "headers", "pieces", "status")
 
     def __init__(self, status: int, headers: Pairs, pieces: AsyncIterable[bytes],
-                 aclose: Callable[[], Awaitable[None]] = _nothing) -> None:
+                 aclose: Callable[[], Awaitable[None]]) -> None:
         self.status, self.headers, self.pieces = status, list(headers), pieces
         self.aclose = aclose
 
@@ -232,27 +226,6 @@ def sdk_miss(miss: FixtureError, document: Mapping[str, JSON],
     named.__dict__.update(miss.__dict__)
     named.args = (f"{document['method']} {shown_url(str(document['url']), redactor)}: {miss}",)
     return named
-
-
-# Stainless-generated clients (they send ``x-stainless-lang``) catch every exception of
-# their HTTP client's `send` and retry it as a connection error (groq), but call
-# `response.raise_for_status()` outside that net. Anthropic's client checks the status
-# itself and lets its own errors through, so a miss raised as an `AnthropicError`
-# reaches the caller already (docs/decisions/0031).
-_STATUS_CHECKED_ELSEWHERE: Final = ("Anthropic/", "AsyncAnthropic/")
-
-
-def miss_needs_response(document: Mapping[str, JSON]) -> bool:
-    """Whether a miss must reach this request's client as a response whose
-    `raise_for_status()` raises it, rather than raised from the transport (0095)."""
-    headers = document.get("headers", {})
-    agent = str(headers.get("user-agent", ""))
-    return "x-stainless-lang" in headers and not agent.startswith(_STATUS_CHECKED_ELSEWHERE)
-
-
-def miss_body(miss: Exception) -> dict[str, JSON]:
-    """The JSON body of a miss answered as a response."""
-    return {"error": {"type": "missing_fixture", "message": str(miss)}}
 
 
 # Set while a redactkey face sends a request live, so that the pytest plugin's network
