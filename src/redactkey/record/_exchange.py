@@ -1,22 +1,10 @@
 """One HTTP exchange recorded or replayed, whatever the client library sends it.
 
 `HttpFixtures` is the record/replay step every HTTP face shares (the httpx/httpx2
-transport, the requests adapter, the aiohttp session, the botocore hook). The face
-builds the request document (`redactkey.http._documents.request_document`), then hands
-it here with a callable that sends the request through the library and returns what
-came back:
-
-    fixtures = HttpFixtures(store, mode=mode, redactor=redactor)
-    reply = fixtures.exchange(document, lambda: LiveStream(status, pairs, pieces, close))
-
-`exchange` tells a stream by the request, else its recording, else the live response's
-content type, so a stream the request did not announce (Ollama's NDJSON) is still passed
-on as it arrives; `stream` and `call` are the two paths when the face already knows, and
-`aexchange`, `astream` and `acall` the async twins. A live response is passed on byte for
-byte (decoded), a replayed one rebuilt from its document; responses to credential, quota
-and server failures pass through unwritten. A replay miss is a `MissingFixtureError`
-named by method and URL, which is also an error of each loaded SDK (openai, anthropic)
-so that the SDK neither wraps nor retries it.
+transport, the requests adapter, the aiohttp session, the botocore hook): the face
+builds the request document (`redactkey.http._documents.request_document`) and hands it
+here with a callable that sends the request through its library. docs/architecture.md
+("One replayed call") follows a call through it.
 """
 
 from __future__ import annotations
@@ -81,13 +69,11 @@ class HttpFixtures:
     """Record and replay of HTTP exchanges (kind ``"http"``) through a fixture store.
 
     `response_headers` is the allowlist of response headers a stored response keeps;
-    every other keyword argument is `ModelFixtures`'s (`mode`, `redactor`, `spec`,
-    `model`, `how_to_record`, `config`, ...), which does the recording and replaying.
+    every other keyword argument is `ModelFixtures`'s, which records and replays.
     """
 
     def __init__(self, store: Any, *, response_headers: Iterable[str] = RESPONSE_HEADERS,
                  **options: Any) -> None:
-        self.store = store
         # Identical requests keep every answer, replayed in order (docs/decisions/0022).
         self.answers = AnswerSequence(store) if isinstance(store, FixtureDir) else None
         self.fixtures = ModelFixtures(self.answers or store, copy_answers=False, **options)
@@ -102,7 +88,6 @@ class HttpFixtures:
 
     @property
     def mode(self) -> str:
-        """The resolved mode: "live", "record", "replay", "auto" or "verify"."""
         return str(self.fixtures.mode)
 
     def _bad(self, call: Call, problem: str) -> FixtureFormatError:
@@ -111,7 +96,6 @@ class HttpFixtures:
         return FixtureFormatError(where, problem)
 
     def _head(self, head: JSON, call: Call) -> tuple[int, dict[str, str]]:
-        """Status and headers of a response document (parsed from a file: plain JSON)."""
         if isinstance(head, dict):
             status, headers = head.get("status"), head.get("headers")
             if (type(status) is int and 100 <= status <= 599 and isinstance(headers, dict)
@@ -185,9 +169,10 @@ class HttpFixtures:
 
     def exchange(self, document: dict[str, JSON], open_stream: Callable[[], LiveStream],
                  call: Call | None = None) -> Reply | StreamReply:
-        """The response to a request document, streamed or whole as the request, its
-        recording or the live response says (see the module docstring). `open_stream`
-        sends the request and returns the response unread."""
+        """The response to a request document, streamed or whole as the request, else its
+        recording, else the live response's content type says (so Ollama's NDJSON, which
+        the request does not announce, passes on as it arrives). `open_stream` sends the
+        request and returns the response unread."""
         call = call or self.fixtures.key(KIND, document)
         with self._nth(call):
             streams = self._streams(document, call)
@@ -248,12 +233,11 @@ class HttpFixtures:
 
             try:
                 chunks = iter(self.fixtures.stream_keyed(call, live))
-            except (MissingFixtureError, DriftError) as miss:
-                raise sdk_miss(miss, document, self.redactor) from None
-            try:
                 head = next(chunks, None)
             except EnvironmentFailure as failure:
                 return whole(failure.live)
+            except (MissingFixtureError, DriftError) as miss:
+                raise sdk_miss(miss, document, self.redactor) from None
             status, headers = self._head(head, call)
             content_type = headers.get("content-type")
             pieces = ((self._wire(call, functools.partial(chunk_bytes, content_type, chunk))
@@ -350,12 +334,11 @@ class HttpFixtures:
 
             try:
                 chunks = aiter(self.fixtures.astream_keyed(call, live))
-            except (MissingFixtureError, DriftError) as miss:
-                raise sdk_miss(miss, document, self.redactor) from None
-            try:
                 head = await anext(chunks, None)
             except EnvironmentFailure as failure:
                 return whole(failure.live)
+            except (MissingFixtureError, DriftError) as miss:
+                raise sdk_miss(miss, document, self.redactor) from None
             status, headers = self._head(head, call)
             content_type = headers.get("content-type")
 
