@@ -240,14 +240,9 @@ def aiohttp_session(
 ) -> aiohttp.ClientSession:
     """An `aiohttp.ClientSession` whose calls record and replay like `FixtureTransport`'s.
 
-    ``async with aiohttp_session(FixtureDir("tests/fixtures")) as session:`` — same
-    modes, keys, redaction and fixture files (kind ``"http"``), so one fixture tree
-    serves aiohttp, requests, httpx and httpx2 alike. `session_kwargs` go to
-    `ClientSession` (headers, base_url, timeout, trace_configs, your own middlewares,
-    which run before redactkey's); the session makes its own `TCPConnector`, to which
-    `connector_options` are passed (``limit``, ``ssl``…). Call it inside a running
-    event loop, as `ClientSession` itself wants. `Recorder.aiohttp_session(**kw)` is
-    the same with the recorder's settings.
+    `session_kwargs` go to `ClientSession` (your own middlewares run before
+    redactkey's); the session makes its own `TCPConnector`, to which `connector_options`
+    are passed. Call it inside a running event loop (docs/http-clients.md).
     """
     http = HttpFixtures(store, mode=mode, redactor=redactor, spec=spec, model=model,
                         response_headers=response_headers, how_to_record=how_to_record)

@@ -7,13 +7,8 @@ replay it answers from the store, in record it sends the request through the cli
 own HTTP session and records the answer. Fixtures are the same kind ``"http"``
 documents the httpx transport writes, through the same record/replay step
 (`redactkey.record._exchange`); an AWS event stream (Bedrock's ``converse_stream``) is kept
-frame by frame.
-
-SigV4 signing headers (``Authorization``, ``X-Amz-Date``, ``X-Amz-Security-Token``),
-the invocation id and the retry counter are request headers, and no request header
-counts toward the key of an HTTP call, so the key does not depend on the credentials
-or the signing time; the store keeps only the key material and allowlisted response
-headers.
+frame by frame. SigV4 headers are request headers, which never count toward the key of
+an HTTP call nor reach a file (docs/clients.md, "boto3 and Amazon Bedrock").
 """
 
 from __future__ import annotations
@@ -119,14 +114,12 @@ def use_botocore(
 ) -> Any:
     """Record and replay every call of a boto3 / botocore `client`; returns the client.
 
-    ``use_botocore(boto3.client("bedrock-runtime"), FixtureDir("tests/fixtures"))``:
-    calls are answered from `store` or sent and recorded, per `mode` (`None` reads
+    Calls are answered from `store` or sent and recorded, per `mode` (`None` reads
     ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless ``model=False``), as kind
     ``"http"`` fixtures that any redactkey transport replays; the other keyword arguments
-    are `FixtureTransport`'s. Event streams (``converse_stream``) are stored frame by
-    frame and replayed as the same frames. A second call on the same client replaces the
-    first registration. `Recorder.boto3_client(service)` builds the client too, and in
-    replay needs no credentials.
+    are `FixtureTransport`'s. A second call on the same client replaces the first
+    registration. `Recorder.boto3_client(service)` builds the client too, and in replay
+    needs no credentials.
     """
     events = getattr(getattr(client, "meta", None), "events", None)
     if events is None or not hasattr(client, "_endpoint"):

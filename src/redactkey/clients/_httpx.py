@@ -160,16 +160,12 @@ def _miss_response(library: ModuleType, request: Any, miss: Exception) -> Any:
 class FixtureTransport(_TransportBase):
     """Record and replay the HTTP calls of an httpx or httpx2 client, sync or async.
 
-    ``httpx2.Client(transport=FixtureTransport(FixtureDir("tests/fixtures")))`` (or
-    `httpx.Client`, `AsyncClient`) hands every request to `ModelFixtures` as a call
-    of kind ``"http"``: replayed from the store, or sent through `inner` (by default
-    the request library's own HTTP transport) and recorded, depending on `mode`
-    (`None` reads ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless
-    ``model=False``, for APIs that are not models). Responses to credential, quota and
-    server failures (401, 403, 429, 5xx…) and transport errors pass through unrecorded.
-    `response_headers` is the allowlist of response headers a fixture keeps; the other
-    keyword arguments are `ModelFixtures`'s (`spec`, `model`, `how_to_record`, ...).
-    `Recorder.transport()` builds one with the recorder's settings.
+    Every request is a call of kind ``"http"``: replayed from the store, or sent through
+    `inner` (by default the request library's own HTTP transport) and recorded, per
+    `mode` (`None` reads ``REDACTKEY_MODE``, and ``REDACTKEY_MODEL_MODE`` unless
+    ``model=False``). Credential, quota and server failures (401, 403, 429, 5xx…) and
+    transport errors pass through unrecorded. The other keyword arguments are
+    `HttpFixtures`' (docs/http-clients.md).
     """
 
     def __init__(

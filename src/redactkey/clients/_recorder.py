@@ -1,18 +1,8 @@
-"""`Recorder`: one object that holds what recording decides, and makes every client face.
-
-It holds the store, the tool and model modes, the run secrets, the redactor, the key
-spec, the host aliases, the answer normalizers and the verify and expiry settings; each
-face is built from them, so no face reads a mode or a setting of its own:
-
-    rec = Recorder("tests/fixtures", mode="auto")
-    openai.OpenAI(http_client=httpx2.Client(transport=rec.transport()))
-    rec.requests_session().get(url)
-    async with rec.aiohttp_session() as session: ...
-    rec.boto3_client("bedrock-runtime").converse(...)
-    rec.models.call("chat", request, live); rec.tools.call("search", arguments, live)
-
-The Recorder lives with the faces it builds (this stage); a face's module is imported
-when the face is first asked for, because its client library is an optional one.
+"""`Recorder`: one object that holds what recording decides, and makes every client face
+(docs/recorder.md). Each face is built from its settings, so no face reads a mode or a
+setting of its own. The Recorder lives with the faces it builds (this stage); a face's
+module is imported when the face is first asked for, because its client library is an
+optional one.
 """
 
 from __future__ import annotations
@@ -75,13 +65,9 @@ class Recorder:
     takes them from ``REDACTKEY_MODE`` / ``REDACTKEY_MODEL_MODE`` instead (default
     "replay"), as a test suite wants.
 
-    The other settings (the secrets and redactor, `config` and what overrides it, the
-    report, drift and advice) are in docs/recorder.md; `how_to_record` is a text, or one
-    for tool calls and one for model calls.
-
-    Faces: `transport()`, `requests_session()`, `aiohttp_session(**kw)`,
-    `boto3_client(service, **kw)`, `models`, `tools`, `vcr_hooks()`. The HTTP faces record
-    in the model mode; pass ``model=False`` for an API that is not a model.
+    The other settings are in docs/recorder.md; `how_to_record` is a text, or one for
+    tool calls and one for model calls. The HTTP faces record in the model mode; pass
+    ``model=False`` for an API that is not a model.
     """
 
     def __init__(

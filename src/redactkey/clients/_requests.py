@@ -64,18 +64,11 @@ def _merged(pairs: Iterable[tuple[str, str]]) -> CaseInsensitiveDict[str]:
 
 
 class RequestsAdapter(BaseAdapter):
-    """Record and replay the HTTP calls of a `requests.Session`.
-
-    ``session.mount("https://", RequestsAdapter(FixtureDir("tests/fixtures")))`` (and
-    ``"http://"``) hands every request of the session to the same record/replay step
-    as `FixtureTransport`: same modes, keys, redaction and fixture files (kind
-    ``"http"``), so one fixture tree serves requests, httpx, httpx2 and aiohttp alike.
-    Live calls go through `inner` (by default a `requests.adapters.HTTPAdapter`; pass
-    your own for retries or pool settings). Streams (server-sent events, NDJSON) reach
-    `iter_lines` / `iter_content` as they arrive and are written once read to their end.
-    `response_headers` and the other keyword arguments mean what they mean for
-    `FixtureTransport`. `Recorder.requests_session()` mounts one with the recorder's
-    settings.
+    """Record and replay the HTTP calls of a `requests.Session` it is mounted on, through
+    the same record/replay step as `FixtureTransport`, with the same keyword arguments
+    (docs/http-clients.md). Live calls go through `inner` (by default a
+    `requests.adapters.HTTPAdapter`); streams reach `iter_lines` / `iter_content` as
+    they arrive and are written once read to their end.
     """
 
     def __init__(

@@ -2,17 +2,9 @@
 
 Several SDKs keep one HTTP client for sync calls and another for async calls; a slot
 left empty sends its calls straight to the network (recording nothing, and in replay
-outside pytest, reaching the provider). Each helper here builds the SDK's clients
-around one `FixtureTransport` with every slot filled::
-
-    from redactkey import FixtureDir, clients
-
-    sync, asynchronous = clients.openai(FixtureDir("tests/fixtures"), api_key=key)
-
-`store` may also be a ready `FixtureTransport` (the pytest plugin's
-``redactkey_transport``, say); otherwise the keyword arguments `mode`, `redactor`
-and `inner` build one. Every other keyword argument goes to the SDK's constructor.
-The SDKs are imported when a helper is called, never by this module.
+outside pytest, reaching the provider). Each helper builds the SDK's clients around one
+`FixtureTransport` with every slot filled (docs/clients.md, "The easy way"). The SDKs
+are imported when a helper is called, never by this module.
 """
 
 from __future__ import annotations

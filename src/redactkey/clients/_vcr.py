@@ -1,16 +1,6 @@
-"""vcrpy interop: match cassette entries on redactkey's key and redact what vcrpy records.
-
-For projects that already record with vcrpy or pytest-recording::
-
-    import redactkey
-    my_vcr = redactkey.use_redactkey(vcr.VCR(), redactor)
-
-`use_redactkey` registers the ``"redactkey"`` matcher (method, URL without credential or
-volatile query parameters, canonical body: the "http" `KeySpec`), makes it the only
-matcher, and installs `before_record_request` / `before_record_response` hooks that
-redact the request (URL, headers, body) and the response (body, with server-sent events
-redacted across event boundaries) and keep only the allowlisted response headers.
-vcrpy itself is not imported here; any object with its `VCR` attributes works.
+"""vcrpy interop: match cassette entries on redactkey's key and redact what vcrpy records
+(docs/vcrpy.md). vcrpy itself is not imported here; any object with its `VCR`
+attributes works.
 """
 
 from __future__ import annotations

@@ -7,18 +7,7 @@ compares instead of writing (`_verifying`).
 
 Only the callee's own failures are written (`StructuredOutputError`, plus what a
 `recordable` predicate accepts); anything else `live` raises propagates and
-nothing is written.
-
-`ModelFixtures`' options: `recordable(exc)` (which other exceptions of `live` are the
-callee's own and deterministic), `record_answer(answer)` (False keeps an answer out of
-the store, e.g. a 5xx response), `rebuild_error(body)` (turn a recorded failure back into
-your own exception), `report` (a RunReport), `label` (names the caller in the report),
-`how_to_record` / `how_to_rerecord` (the advice a miss / a drift or an expired fixture
-ends with), `copy_answers` (False: hand out the stored data itself, for a caller that
-only reads it). In verify mode, `verify` (a `VerifyRules`) says what to ignore, and
-`on_drift` receives each `DriftError` instead of it being raised. `max_age` ("90d",
-"12h", a timedelta) with `on_expiry` ("warn", "fail" or "rerecord") acts on replayed
-fixtures older than that, aged by their last git commit.
+nothing is written. `ModelFixtures`' options are in docs/modes.md ("Options").
 """
 
 from __future__ import annotations
@@ -88,7 +77,7 @@ class ModelFixtures:
     ``REDACTKEY_MODEL_MODE`` unless ``model=False``), default "replay". Keys follow
     `config` (default: the nearest `[tool.redactkey]`, as `redact key` reads it), or `spec`
     for every call; `answer_normalizers` (default: `[tool.redactkey.answers]`) change an
-    answer before it is written. The other options are in the module docstring.
+    answer before it is written. The other options are in docs/modes.md.
     """
 
     def __init__(
