@@ -27,9 +27,7 @@ from ..secrets._run_secrets import RunSecrets
 from ._settings import MARKER, SETTINGS_KEY, Options, RedactkeySettings, fixture_dir, settings_for
 
 if TYPE_CHECKING:
-    from ..fixtures._answers import AnswerNormalizer
     from ..fixtures._store import FixtureStore
-    from ..fixtures._verify import VerifyRules
 
 __all__ = ["REDACTKEY_FIXTURES", "Run", "Shared", "request_of"]
 
@@ -103,11 +101,6 @@ class Shared:
             raise pytest.UsageError(f"ini redactkey_{exc}") from None
 
     @cached_property
-    def layer_settings(self) -> tuple[VerifyRules, tuple[AnswerNormalizer, ...]]:
-        """The verify rules and answer normalizers every test's layers share."""
-        return self.project.verify.rules(), self.project.answers.normalizers()
-
-    @cached_property
     def expiry(self) -> tuple[str | None, ExpiryAction]:
         """(max age, action on expiry): the options, else `[tool.redactkey]`."""
         return (self.options.max_age or self.project.max_age,
@@ -173,13 +166,11 @@ class Shared:
         store = TrackedStore(inner, item.nodeid, shown=shown)
         secrets = self.secrets(bool({settings.mode, settings.model_mode} & {"record", "auto"}),
                                slots)
-        verify, normalizers = self.layer_settings
         max_age, on_expiry = self.expiry
         return Recorder(
             store, mode=settings.mode, model_mode=settings.model_mode, secrets=secrets,
-            redactor=self.redactor(secrets), config=self.project, verify=verify,
-            answer_normalizers=normalizers, max_age=max_age, on_expiry=on_expiry,
-            ages=self.ages, label=item.nodeid, on_drift=on_drift,
+            redactor=self.redactor(secrets), config=self.project, max_age=max_age,
+            on_expiry=on_expiry, ages=self.ages, label=item.nodeid, on_drift=on_drift,
             how_to_record=settings.how_to_record,
             how_to_rerecord=f"pytest --redactkey-mode=record {shlex.quote(item.nodeid)}",
         )
