@@ -205,9 +205,7 @@ class Recorder:
     @cached_property
     def tools(self) -> ToolFixtures:
         """The tool layer (`ToolFixtures`), in the tool mode."""
-        options = self._options(False)
-        del options["model"]
-        return ToolFixtures(self.store, **options)
+        return ToolFixtures(self.store, **self._options(False))
 
     def transport(self, *, inner: Any = None, model: bool = True) -> FixtureTransport:
         """A transport for httpx and httpx2 clients, sync and async (the SDKs built on
@@ -242,9 +240,7 @@ class Recorder:
 
     def boto3_client(self, service: str, *, model: bool = True, **client_kwargs: Any) -> Any:
         """``boto3.client(service, **client_kwargs)`` recorded and replayed through
-        botocore's hooks. In replay it signs with placeholder credentials
-        (`REPLAY_AWS_CREDENTIALS`, unless given) and takes ``us-east-1`` when no region is
-        given or configured: no AWS credentials are needed and nothing is reached. The
+        botocore's hooks; in replay it needs no AWS credentials (docs/clients.md). The
         region is part of the endpoint, so replay in the region you recorded in."""
         import boto3
 

@@ -68,16 +68,13 @@ def _default_redactor(mode: Mode) -> StreamRedactor:
 
 
 class ModelFixtures:
-    """Record and replay of calls through a fixture store.
+    """Record and replay of calls through a fixture store (docs/modes.md).
 
-    `call(kind, request, live, *, schema=None)` returns the answer; `stream(kind,
-    request, live)` yields the chunks; `acall` / `astream` are the async twins. `live` is
-    a zero-argument callable (None is allowed in replay). Answers and chunks are any JSON
-    data (pydantic models are dumped). `mode=None` reads ``REDACTKEY_MODE`` (and
-    ``REDACTKEY_MODEL_MODE`` unless ``model=False``), default "replay". Keys follow
-    `config` (default: the nearest `[tool.redactkey]`, as `redact key` reads it), or `spec`
-    for every call; `answer_normalizers` (default: `[tool.redactkey.answers]`) change an
-    answer before it is written. The other options are in docs/modes.md.
+    `live` is a zero-argument callable (None is allowed in replay); answers and chunks
+    are any JSON data (pydantic models are dumped). `mode=None` reads ``REDACTKEY_MODE``
+    (and ``REDACTKEY_MODEL_MODE`` unless ``model=False``), default "replay". Keys follow
+    `config` (default: the nearest `[tool.redactkey]`, as `redact key` reads it), or
+    `spec` for every call.
     """
 
     def __init__(

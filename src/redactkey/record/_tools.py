@@ -31,16 +31,14 @@ class ToolFixtures:
     """Record and replay of plain Python tool functions, keyed on tool name and arguments.
 
     `mode=None` reads `REDACTKEY_MODE` (the model override does not apply to tools); the
-    other keyword arguments are `ModelFixtures`'s. Results go through the same redaction
-    and file format as model calls; a replayed result keeps its placeholders, so a prompt
-    built from it keys as it did when recorded. Files are `<tool>.<key>.json`; the kind
-    is "tool:<tool>".
+    other keyword arguments are `ModelFixtures`'s. The kind is "tool:<tool>"
+    (docs/modes.md, "Tool calls").
     """
 
     def __init__(self, store: FixtureStore, *, mode: str | None = None,
                  redactor: StreamRedactor | None = None, **options: Any) -> None:
-        self.fixtures = ModelFixtures(store, mode=mode, redactor=redactor, model=False,
-                                      **options)
+        self.fixtures = ModelFixtures(store, mode=mode, redactor=redactor,
+                                      **{**options, "model": False})
 
     @property
     def mode(self) -> Mode:
