@@ -357,16 +357,13 @@ def _with_table(pyproject: Path) -> dict[str, Any] | Literal[False] | None:
         data = _parse_toml(pyproject, str(pyproject))
     except ConfigError:
         # a broken pyproject without our table is not ours to report; with it, it is
-        return None if b"[tool.redactkey" in _read_bytes(pyproject) else False
+        try:
+            names_ours = pyproject.is_file() and b"[tool.redactkey" in pyproject.read_bytes()
+        except OSError:
+            names_ours = False
+        return None if names_ours else False
     tool = data.get("tool")
     return data if isinstance(tool, dict) and "redactkey" in tool else False
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes() if path.is_file() else b""
-    except OSError:
-        return b""
 
 
 def _parse_toml(path: Path, source: str) -> dict[str, Any]:
