@@ -133,14 +133,6 @@ class _Connector(aiohttp.TCPConnector):
         return Connection(self, req.connection_key, protocol, loop)
 
 
-def _reader(loop: asyncio.AbstractEventLoop) -> aiohttp.StreamReader:
-    # Fed by us, not by a connection: its protocol sits on an in-memory wire, so flow
-    # control has nothing to pause and the reader counts as connected.
-    protocol = BaseProtocol(loop)
-    protocol.connection_made(_Wire(protocol))
-    return aiohttp.StreamReader(protocol, _LIMIT, loop=loop)
-
-
 class _Middleware:
     """The client middleware: record/replay of each request through `HttpFixtures`."""
 
@@ -187,7 +179,11 @@ class _Middleware:
     def _live(self, response: ClientResponse, reply: Reply | AsyncStreamReply) -> ClientResponse:
         """The live response, its content now fed from what `HttpFixtures` passes on."""
         loop = asyncio.get_running_loop()
-        content = _reader(loop)
+        # Fed by us, not by a connection: its protocol sits on an in-memory wire, so flow
+        # control has nothing to pause and the reader counts as connected.
+        protocol = BaseProtocol(loop)
+        protocol.connection_made(_Wire(protocol))
+        content = aiohttp.StreamReader(protocol, _LIMIT, loop=loop)
         if isinstance(reply, Reply):
             content.feed_data(reply.body)
             content.feed_eof()
