@@ -123,7 +123,7 @@ class HttpFixtures:
         content = self._wire(call, lambda: (
             stream_bytes("text/event-stream", answer["events"]) if "events" in answer
             else body_bytes(answer)), "a recorded response")
-        return Reply(status, list(headers.items()), content, live=False)
+        return Reply(status, list(headers.items()), content)
 
     def _replayed(self, call: Call, content_type: str | None, chunks: Iterable[JSON]) -> bytes:
         """A replayed stream's stored chunks back as the one body they make (one read for

@@ -85,14 +85,13 @@ class AsyncLiveStream:
 
 
 class Reply:
-    """A whole response to hand the client: status, headers and body bytes; `live` when
-    it came off the wire (the live headers less hop-by-hop ones, the decoded live body)."""
+    """A whole response to hand the client: status, headers and body bytes (a live one's
+    headers less hop-by-hop ones, its body decoded)."""
 
-    __slots__ = ("body", "headers", "live", "status")
+    __slots__ = ("body", "headers", "status")
 
-    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes, *,
-                 live: bool) -> None:
-        self.status, self.headers, self.body, self.live = status, headers, body, live
+    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
 
 
 class StreamReply:
@@ -279,4 +278,4 @@ async def aread_whole(opening: Awaitable[AsyncLiveStream]) -> LiveResponse:
 
 
 def whole(live: LiveResponse) -> Reply:
-    return Reply(live.status, live_headers(live.headers), live.body, live=True)
+    return Reply(live.status, live_headers(live.headers), live.body)
