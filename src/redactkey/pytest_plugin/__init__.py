@@ -9,9 +9,7 @@ docs/pytest.md; a per-test network guard, an end-of-session summary and a JSON r
 report merged across pytest-xdist workers are `_run`'s.
 
 Nothing is patched at import time; the network guard exists only while a guarded
-test runs. The fixtures take no other fixture: each costs a test a setup of its own, so
-they reach the test's Recorder directly (built once per test, from what the session
-builds once) unless the project overrides ``redactkey``.
+test runs. The fixtures take no other fixture, for the reason docs/performance.md gives.
 """
 
 from __future__ import annotations
@@ -91,8 +89,9 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 class _Fixtures:
-    """The plugin's fixtures: views of the test's Recorder (the module docstring says why
-    they take no fixtures; the test being set up is the one the setup hook saw last)."""
+    """The plugin's fixtures: views of the test's Recorder (built once per test, from what
+    the session builds once), reached directly unless the project overrides
+    ``redactkey``; the test being set up is the one the setup hook saw last."""
 
     def __init__(self, run: Run) -> None:
         self.run = run

@@ -3,7 +3,6 @@ marker, the options, the environment and the ini) and fixture directory."""
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,7 +225,6 @@ def fixture_dir(item: pytest.Item, template: str, marker_path: Any) -> Path:
     return Path(os.path.normpath(rootpath / text))
 
 
-@functools.cache  # (the same few combinations for every test of a run)
 def _advice(mode: Mode, mode_from: str, model_mode: Mode, model_from: str) -> tuple[str, str]:
     """What a miss of a tool call and of a model call advises: never the command just run
     (a marker that keeps a test in replay is changed in the code, not on the command line)."""
