@@ -112,10 +112,6 @@ def _running_loop() -> object:
         return _NO_LOOP
 
 
-def _is_closed(loop: object) -> bool:
-    return isinstance(loop, asyncio.AbstractEventLoop) and loop.is_closed()
-
-
 @functools.cache
 def _miss_response_type(library: ModuleType) -> type:
     class MissResponse(library.Response):  # type: ignore[misc,name-defined]
@@ -227,7 +223,8 @@ class FixtureTransport(_TransportBase):
                 owned = self._owned
             else:
                 loop = _running_loop()
-                for gone in [k for k in self._owned_async if _is_closed(k)]:
+                for gone in [k for k in self._owned_async
+                             if isinstance(k, asyncio.AbstractEventLoop) and k.is_closed()]:
                     del self._owned_async[gone]  # its connections died with their loop
                 owned = self._owned_async.setdefault(loop, {})
             inner = owned.get(name)
