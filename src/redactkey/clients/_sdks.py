@@ -41,18 +41,6 @@ def _import(name: str, package: str) -> Any:
         raise UsageError(f"{name} is not installed; pip install {package}") from None
 
 
-def _transport(store: Store, mode: Mode | None, redactor: Redactor | None,
-               inner: Any) -> FixtureTransport:
-    if isinstance(store, FixtureTransport):
-        if mode is not None or redactor is not None or inner is not None:
-            raise UsageError(
-                "pass mode, redactor and inner when building the FixtureTransport, or pass a "
-                "store instead of a transport"
-            )
-        return store
-    return FixtureTransport(store, mode=mode, redactor=redactor, inner=inner)
-
-
 def http_clients(store: Store, *, library: str = "httpx2", mode: Mode | None = None,
                  redactor: Redactor | None = None, inner: Any = None,
                  **client_kwargs: Any) -> tuple[Any, Any]:
@@ -60,7 +48,13 @@ def http_clients(store: Store, *, library: str = "httpx2", mode: Mode | None = N
     if library not in ("httpx", "httpx2"):
         raise UsageError(f"library is 'httpx' or 'httpx2', not {library!r}")
     module = _import(library, library)
-    transport = _transport(store, mode, redactor, inner)
+    if not isinstance(store, FixtureTransport):
+        transport = FixtureTransport(store, mode=mode, redactor=redactor, inner=inner)
+    elif mode is not None or redactor is not None or inner is not None:
+        raise UsageError("pass mode, redactor and inner when building the FixtureTransport, "
+                         "or pass a store instead of a transport")
+    else:
+        transport = store
     return (module.Client(transport=transport, **client_kwargs),
             module.AsyncClient(transport=transport, **client_kwargs))
 
