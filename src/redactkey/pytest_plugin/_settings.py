@@ -120,17 +120,13 @@ class Options:
 
     @classmethod
     def of(cls, config: pytest.Config) -> Options:
-        def env(name: str) -> str | None:
-            # Read as the record layer reads it: blanks and case do not matter.
-            value = os.environ.get(name)
-            return None if value is None else value.strip().lower()
-
         def settled(option: str, flag: str, variable: str,
                     fallback: tuple[Mode, str]) -> tuple[Mode, str]:
             given = _mode(config.getoption(option), flag)
             if given is not None:
                 return given, "option"
-            from_env = _mode(env(variable), variable)
+            # Read as the record layer reads it: blanks and case do not matter.
+            from_env = _mode(os.environ.get(variable, "").strip().lower(), variable)
             return (from_env, "env") if from_env is not None else fallback
 
         mode, mode_from = settled("redactkey_mode", "--redactkey-mode", MODE_ENV,
