@@ -25,8 +25,8 @@ from ..scan._rules import DEFAULT_RULES, NEAR_MISS_RULES, Rule, custom_rules
 from ..secrets._run_secrets import RunSecrets, mask
 from . import _learn, _streams
 from ._findings import Finding, shown_pointer
-from ._streams import nesting_exceeds
-from ._walk import MAX_NESTING, Walk, take_whole
+from ._streams import MAX_NESTING, nesting_exceeds
+from ._walk import Walk, take_whole
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",

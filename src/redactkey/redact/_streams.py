@@ -28,12 +28,12 @@ _SSE_LINE = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)(?=\r?$)")
 MAX_NESTING = 100
 
 
-def nesting_exceeds(value: Any, limit: int = MAX_NESTING) -> bool:
-    """Whether JSON-like `value` nests deeper than `limit` (iterative: no recursion)."""
+def nesting_exceeds(value: Any) -> bool:
+    """Whether JSON-like `value` nests deeper than `MAX_NESTING` (iterative: no recursion)."""
     level: list[Any] = [value] if isinstance(value, (dict, list)) else []
     depth = 0
     while level:
-        if depth >= limit:
+        if depth >= MAX_NESTING:
             return True
         deeper: list[Any] = []
         for item in level:

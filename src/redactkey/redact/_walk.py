@@ -32,24 +32,16 @@ from ._findings import Finding, shown_pointer
 if TYPE_CHECKING:
     from ._redactor import Redactor
 
-__all__ = [
-    "MAX_DEPTH", "MAX_NESTING", "Path", "TooDeep", "Walk", "open_held", "rendered", "take_whole",
-]
+__all__ = ["MAX_DEPTH", "Path", "Walk", "open_held", "rendered", "take_whole"]
 
 # Documents held in strings are opened up to this depth; deeper ones are read as text.
 MAX_DEPTH = 8
-# Containers nest at most this deep in a document the walk opens (deeper: read as text).
-MAX_NESTING = 100
 _SCALARS = frozenset({int, float, bool, type(None)})
 B64_TEXT = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2}")
 _OPENS = frozenset("{[ \t\r\n")
 
 #: A JSON pointer as the walk keeps it: "" (the root), a written pointer, or (parent, token).
 Path = str | tuple[Any, Any]
-
-
-class TooDeep(Exception):
-    """A document nests deeper than `MAX_NESTING`."""
 
 
 def rendered(path: Path) -> str:
@@ -64,27 +56,17 @@ def rendered(path: Path) -> str:
     return pointer
 
 
-def special(text: str, depth: int) -> bool:
-    """Whether `text` may hold a document of its own to open: JSON, base64 text or an
-    event stream."""
-    return depth < MAX_DEPTH and (
-        text[0] in _OPENS or text.startswith("data:") or "\ndata:" in text
-        or (len(text) >= 16 and " " not in text and B64_TEXT.fullmatch(text) is not None))
-
-
 class Walk:
     """One redaction of one value (see the module docstring). `changed` tells whether the
     copy differs from the value; `plain` whether the value was plain JSON data holding no
     float and only ASCII member names (orjson then writes it as RFC 8785 does)."""
 
     def __init__(self, redactor: Redactor, found: list[Finding] | None, depth: int = 0,
-                 *, nesting: int = -1, query: bool = False) -> None:
+                 *, query: bool = False) -> None:
         self.redactor = redactor
         self.found = found
         self.depth = depth
         self.query = query  # strings are URLs: `?key=` and the like count as credentials
-        # how deep containers may nest before the walk gives up (-1: no limit, data handed in)
-        self.nesting = nesting
         self.changed = False
         self.plain = True
         self._places: list[tuple[Any, Any, Path, bool]] = []  # (container, key, path, is_key)
@@ -102,23 +84,21 @@ class Walk:
             self._flush()
             self.changed = holder[0] != value
             return holder[0]
-        out = self._value(value, pointer, 0)
+        out = self._value(value, pointer)
         self._flush()
         return out
 
     # -- containers ---------------------------------------------------------------------
 
-    def _value(self, value: Any, path: Path, level: int) -> Any:
+    def _value(self, value: Any, path: Path) -> Any:
         kind = type(value)
         if kind is dict or kind is list or (kind is not str and isinstance(value, (Mapping,
                                                                                   list))):
-            if level == self.nesting:
-                raise TooDeep
             if kind is not dict and kind is not list:
                 self.plain = False
             if isinstance(value, Mapping):
-                return self._mapping(value, path, level + 1)
-            return self._list(value, path, level + 1)
+                return self._mapping(value, path)
+            return self._list(value, path)
         if kind in _SCALARS:
             if kind is float:
                 self.plain = False
@@ -142,7 +122,7 @@ class Walk:
             self.changed = True
             return self.redactor._placeholder_for("secret")
         if isinstance(value, BaseModel):
-            return self._value(value.model_dump(mode="json"), path, level)
+            return self._value(value.model_dump(mode="json"), path)
         raise UsageError(
             f"cannot redact a {type(value).__name__} at "
             f"{shown_pointer(rendered(path)) or '(root)'}: "
@@ -151,13 +131,13 @@ class Walk:
 
     def _sub(self, value: Any, path: Path) -> Any:
         """`value` redacted by a walk of its own (no place to rewrite it in later)."""
-        walk = Walk(self.redactor, self.found, self.depth, nesting=self.nesting)
+        walk = Walk(self.redactor, self.found, self.depth)
         out = walk.run(value, path)
         self.changed |= walk.changed
         self.plain &= walk.plain
         return out
 
-    def _mapping(self, value: Mapping[Any, Any], path: Path, level: int) -> dict[Any, Any]:
+    def _mapping(self, value: Mapping[Any, Any], path: Path) -> dict[Any, Any]:
         redactor = self.redactor
         classes = self._classes
         out: dict[Any, Any] = {}
@@ -165,7 +145,7 @@ class Walk:
             child = (path, key)
             if type(key) is not str:
                 self.plain = False
-                out[key] = item if type(item) in _SCALARS else self._value(item, child, level)
+                out[key] = item if type(item) in _SCALARS else self._value(item, child)
                 continue
             klass = classes.get(key)
             if klass is None:
@@ -190,34 +170,31 @@ class Walk:
                     self.plain = False
                 out[key] = item
             else:
-                out[key] = self._value(item, child, level)
+                out[key] = self._value(item, child)
             if len(key) >= 8:
                 self._places.append((out, key, child, True))
                 self._texts.append(key)
         return out
 
-    def _list(self, value: list[Any], path: Path, level: int) -> list[Any]:
+    def _list(self, value: list[Any], path: Path) -> list[Any]:
         out: list[Any] = []
         pair = (len(value) == 2 and type(value[0]) is str
                 and self.redactor.key_class(value[0]) == 1)
         for index, item in enumerate(value):
-            if type(item) is str:
+            if pair and index == 1 and type(item) not in _SCALARS:
+                whole = take_whole(self.redactor, item, (path, 1), self.found, value[0])
+                self.changed |= whole is not item
+                out.append(whole)
+            elif type(item) is str:
                 out.append(item)
-                if pair and index == 1:
-                    out[1] = take_whole(self.redactor, item, (path, 1), self.found, value[0])
-                    self.changed |= out[1] is not item
-                elif len(item) >= 8:
+                if len(item) >= 8:
                     self._string(out, index, item, (path, index))
             elif type(item) in _SCALARS:
                 if type(item) is float:
                     self.plain = False
                 out.append(item)
-            elif pair and index == 1:
-                whole = take_whole(self.redactor, item, (path, 1), self.found, value[0])
-                self.changed |= whole is not item
-                out.append(whole)
             else:
-                out.append(self._value(item, (path, index), level))
+                out.append(self._value(item, (path, index)))
         return out
 
     # -- strings ------------------------------------------------------------------------
@@ -226,16 +203,15 @@ class Walk:
         """Set `text` aside for the one search, opening a document it holds first."""
         if len(text) < 8:
             return
-        if special(text, self.depth):
-            opened, document = open_held(self.redactor, text, path, self.found, self.depth)
-            if opened is not text:
-                container[key] = opened
-                self.changed |= opened != text
-                text = opened
-            if document:
-                self._documents.append((container, key, path, False))
-                self._document_texts.append(text)
-                return
+        opened, document = open_held(self.redactor, text, path, self.found, self.depth)
+        if opened is not text:
+            container[key] = opened
+            self.changed |= opened != text
+            text = opened
+        if document:
+            self._documents.append((container, key, path, False))
+            self._document_texts.append(text)
+            return
         self._places.append((container, key, path, False))
         self._texts.append(text)
 
@@ -284,22 +260,17 @@ _LINE_BREAKS = str.maketrans("", "", "\r\n\t")
 _QUOTED_B64 = re.compile(r'"([A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_\-]{16,}={0,2})"')
 
 
-def _text(redactor: Redactor, text: str, pointer: Path, found: list[Finding] | None,
-          depth: int) -> str:
-    """One string redacted: a document it holds opened first, then one scan of it."""
-    out: str = Walk(redactor, found, depth).run(text, pointer)
-    return out
-
 def open_held(redactor: Redactor, text: str, path: Path, found: list[Finding] | None,
            depth: int) -> tuple[str, bool]:
     """`text` with the document it holds redacted inside (JSON, base64 text, the events
     of a stream), or `text` itself; and whether it held a JSON document, whose strings
-    were then read one by one."""
-    opened = None
-    if text[0] in "{[ \t\r\n" or B64_TEXT.fullmatch(text):
+    were then read one by one. Documents nested deeper than `MAX_DEPTH` are not opened."""
+    if depth >= MAX_DEPTH:
+        return text, False
+    if text[0] in _OPENS or (len(text) >= 16 and " " not in text and B64_TEXT.fullmatch(text)):
         opened = _open(redactor, text, path, found, depth)
-    if opened is not None:
-        return opened, text.lstrip()[:1] in ("{", "[")
+        if opened is not None:
+            return opened, text.lstrip()[:1] in ("{", "[")
     if _streams.looks_sse(text):
         text = _streams.sse_pass(redactor, [text], rendered(path) if found is not None else "",
                                  found)[0]
@@ -315,13 +286,10 @@ def _open(redactor: Redactor, text: str, path: Path, found: list[Finding] | None
             data = json.loads(text)
         except (ValueError, RecursionError):  # nested too deeply to open: read as text
             return None
-        if not isinstance(data, (dict, list)):
+        if not isinstance(data, (dict, list)) or _streams.nesting_exceeds(data):
             return None
-        walk = Walk(redactor, found, depth + 1, nesting=MAX_NESTING)
-        try:
-            redacted = walk.run(data, path)
-        except TooDeep:
-            return None
+        walk = Walk(redactor, found, depth + 1)
+        redacted = walk.run(data, path)
         if not walk.changed:
             return text
         compact = ", " not in text and ": " not in text
@@ -357,7 +325,7 @@ def _open_b64(redactor: Redactor, text: str, path: Path, found: list[Finding] | 
         return None
     if len(decoded) < 8 or not decoded.translate(_LINE_BREAKS).isprintable():
         return None
-    redacted = _text(redactor, decoded, path, None, depth + 1)
+    redacted = Walk(redactor, None, depth + 1).run(decoded, path)
     if redacted == decoded:
         return None
     if found is not None:
@@ -385,7 +353,7 @@ def take_whole(redactor: Redactor, value: Any, path: Path, found: list[Finding] 
         # values go whole; the keys (cookie names, say) are ordinary text to scan
         out: dict[Any, Any] = {}
         for k, v in value.items():
-            new_key = _text(redactor, k, (path, k), found, 0) if type(k) is str else k
+            new_key = Walk(redactor, found).run(k, (path, k)) if type(k) is str else k
             out[new_key] = take_whole(redactor, v, (path, k), found, key)
         return out
     if isinstance(value, (list, tuple)):
