@@ -23,7 +23,7 @@ from redactkey.recordings._readers import (
     read_recording,
     split_events,
 )
-from redactkey.scan._placeholders import PLACEHOLDER_STYLES, is_placeholder
+from redactkey.scan._placeholders import PLACEHOLDER_STYLES, looks_redacted
 
 DATA = ROOT / "tests" / "data" / "formats"
 
@@ -263,7 +263,7 @@ class TestPlaceholders:
     @pytest.mark.parametrize("style", PLACEHOLDER_STYLES, ids=lambda s: s.name)
     def test_each_style(self, style: object) -> None:
         """Every style met in real recordings counts as redacted."""
-        assert is_placeholder(style.example)  # type: ignore[attr-defined]
+        assert looks_redacted(style.example)  # type: ignore[attr-defined]
 
     @pytest.mark.parametrize("value", [
         "AWS4-HMAC-SHA256 Credential=AKIA" + "Z7Q2" * 4 + "/20240101/us-east-1/bedrock/"
@@ -274,7 +274,7 @@ class TestPlaceholders:
     ])
     def test_not_placeholders(self, value: str) -> None:
         """A credential part that is not a placeholder keeps the value a finding."""
-        assert not is_placeholder(value)
+        assert not looks_redacted(value)
 
 
 class TestJobs:

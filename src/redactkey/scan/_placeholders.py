@@ -8,7 +8,7 @@ AWS SigV4 header `AWS4-HMAC-SHA256 Credential=<AWS_ACCESS_KEY_ID>/20240101/…,
 SignedHeaders=host;x-amz-date, Signature=<AWS_SIGV4_SIGNATURE>`.
 
 Each style in `PLACEHOLDER_STYLES` names a public recording that uses it; the
-tests run every example through `is_placeholder`.
+tests run every example through `looks_redacted`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ __all__ = [
     "DOCUMENTED_EXAMPLES",
     "PLACEHOLDER_STYLES",
     "PlaceholderStyle",
-    "is_placeholder",
     "looks_redacted",
     "made_up",
 ]
@@ -204,6 +203,12 @@ def looks_redacted(value: str, placeholder_check: Callable[[str], bool] | None =
     return _composite(text)
 
 
+def _body(value: str) -> str:
+    """`value` without its provider prefix (`ghp_`, `sk-proj-`, `AKIA`, `AIza`)."""
+    body = _PREFIX.sub("", value, count=1) if len(value) > 8 else value
+    return _GLUED_PREFIX.sub("", value, count=1) if body == value else body
+
+
 def _filler(text: str) -> bool:
     """One character repeated, or runs of `x`/`0`, after an optional provider prefix:
     `ghp_xxxxxxxx…`, `sk-0000…`, `AAAAAAAA`, `sk-proj-XXXX-XXXX`, `AKIAXXXX…`, `AIzaaaa…`."""
@@ -211,9 +216,7 @@ def _filler(text: str) -> bool:
         return False
     if len(set(text)) == 1:
         return True
-    body = _PREFIX.sub("", text, count=1) if len(text) > 8 else text
-    if body == text:
-        body = _GLUED_PREFIX.sub("", text, count=1)
+    body = _body(text)
     if len(body) < 4:
         return False
     if len(set(body)) == 1 or set(body) <= _FILLER:
@@ -221,11 +224,6 @@ def _filler(text: str) -> bool:
     # `sk-ant-api03-000…000AA`: one character makes nearly all of a long body (a random
     # key of 16 or more characters never looks like this)
     return len(body) >= 16 and max(body.count(c) for c in set(body)) * 10 >= len(body) * 9
-
-
-def is_placeholder(value: str) -> bool:
-    """Whether `value` is made only of placeholders and fixed syntax (already redacted)."""
-    return looks_redacted(value)
 
 
 # Words a made-up key spells in its body (`sk-fake-…`, `…-example-…`, `…notreal…`); `test`
@@ -249,9 +247,7 @@ def made_up(value: str) -> bool:
     token is judged (a key inside a text is judged on its own)."""
     if _TOKEN_SHAPED.fullmatch(value) is None:
         return False
-    body = _PREFIX.sub("", value, count=1) if len(value) > 8 else value
-    if body == value:
-        body = _GLUED_PREFIX.sub("", value, count=1)
+    body = _body(value)
     if len(body) < 8:
         return False
     if (_MADE_UP_WORDS.search(body) or body.lower().endswith("test")
