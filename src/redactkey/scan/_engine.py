@@ -83,7 +83,6 @@ class _Entry:
     name: bool | None = None  # a credential name: query-only or not
     slot: str | None = None  # a secret's variant
     mask: bool = False
-    hint: bool = False  # only tells that a credential-ish name may be there (`touches`)
 
 
 class _Database:
@@ -146,8 +145,8 @@ class Scanner:
         for mark, query_only in names.marks() if names is not None else ():
             entry = entries.setdefault((mark, True), _Entry())
             entry.name = query_only if entry.name is None else entry.name and query_only
-        for hint in names.hints() if names is not None else ():
-            entries.setdefault((hint, True), _Entry()).hint = True
+        for hint in names.hints() if names is not None else ():  # (for `touches` alone)
+            entries.setdefault((hint, True), _Entry())
         for variant, slot in variants:
             entries.setdefault((variant, False), _Entry()).slot = slot
         # values long enough that 8 shown characters are only part of them
@@ -157,7 +156,8 @@ class Scanner:
         literals = tuple(entries)
         self._entries = [entries[literal] for literal in literals]
         self._db = _compiled(literals)
-        self._always = [i for i, rule in enumerate(self.rules) if not rule.gated]
+        # (a rule without keywords reads every text)
+        self._always = [i for i, rule in enumerate(self.rules) if not rule.keywords]
 
     # -- searching ----------------------------------------------------------------------
 

@@ -71,7 +71,6 @@ def norm(name: str) -> str:
 class Pair(NamedTuple):
     """A credential-named pair found in a text: the value's span and the (normalised) name."""
 
-    kind: str  # "quoted", "line" or "query"
     start: int
     end: int
     name: str
@@ -139,7 +138,7 @@ class Names:
             match = _QUOTED.match(text, begin)
             if match is not None and match.start("key") == start:
                 if self.key_class(match.group("key")) == 1:
-                    yield Pair("quoted", *match.span("val"), norm(match.group("key")))
+                    yield Pair(*match.span("val"), norm(match.group("key")))
                 return
 
     def _line(self, text: str, start: int, tried: dict[tuple[str, int], int]) -> Iterator[Pair]:
@@ -152,7 +151,7 @@ class Names:
         match = _LINE.match(text, line)
         if (match is not None and match.start("key") == start and match.group("val")
                 and self.key_class(match.group("key")) == 1):
-            yield Pair("line", *match.span("val"), norm(match.group("key")))
+            yield Pair(*match.span("val"), norm(match.group("key")))
 
     def _query(self, text: str, start: int, query: bool, tried: dict[tuple[str, int], int]
                ) -> Iterator[Pair]:
@@ -168,7 +167,7 @@ class Names:
         key = norm(unquote(match.group("key")) if "%" in match.group("key") else match.group("key"))
         names = self.query if (before in ("?", "&", ";") or query) else self.sensitive
         if key in names:
-            yield Pair("query", *match.span("val"), key)
+            yield Pair(*match.span("val"), key)
 
 
 @functools.lru_cache(maxsize=32)

@@ -62,7 +62,7 @@ class Rule:
     bounded: bool = False
     lead: bool = True
     lead_glue: str = TOKEN_GLUE
-    validate_name: str = ""
+    validate: Callable[[str], bool] | None = None
     ids: bool = False
     near_miss: bool = False
     also: tuple[str, ...] = ()
@@ -70,13 +70,10 @@ class Rule:
     shape: str = ""
     examples: tuple[str, ...] = field(default=(), repr=False)
     not_examples: tuple[str, ...] = field(default=(), repr=False)
-    compiled_pattern: re.Pattern[str] | None = field(default=None, repr=False)
 
     @functools.cached_property
     def regex(self) -> re.Pattern[str]:
         """The compiled pattern (a plugin's is imported the first time a rule needs it)."""
-        if self.compiled_pattern is not None:
-            return self.compiled_pattern
         if self.plugin:
             return _plugin_pattern(self.plugin)
         return re.compile(self.pattern_text, self.flags)
@@ -90,15 +87,6 @@ class Rule:
     @functools.cached_property
     def glue_before(self) -> frozenset[str]:
         return _class_chars(self.lead_glue)
-
-    @property
-    def validate(self) -> Callable[[str], bool] | None:
-        return VALIDATORS[self.validate_name] if self.validate_name else None
-
-    @property
-    def gated(self) -> bool:
-        """Whether the rule runs only where one of its keywords occurs (else on every text)."""
-        return bool(self.keywords)
 
     def example_texts(self) -> list[str]:
         return [expand(t, f"{self.name}:{i}") for i, t in enumerate(self.examples)]
@@ -176,7 +164,8 @@ def _rule(entry: Mapping[str, Any]) -> Rule:
         caseless=entry.get("caseless", False), before=entry.get("before", 0),
         group=entry.get("group", 0), bounded=entry.get("bounded", False),
         lead=entry.get("lead", entry.get("before", 0) == 0),
-        lead_glue=entry.get("lead-glue", TOKEN_GLUE), validate_name=validate,
+        lead_glue=entry.get("lead-glue", TOKEN_GLUE),
+        validate=VALIDATORS[validate] if validate else None,
         ids=entry.get("ids", False), near_miss=entry.get("near-miss", False),
         also=tuple(entry.get("also", ())), across=entry.get("across", False),
         shape=entry.get("shape", ""),
@@ -309,7 +298,7 @@ def custom_rules(patterns: Mapping[str, str | re.Pattern[str]]) -> tuple[Rule, .
                 "or `[a-z]*x`); start it with a literal and bound each repeat, e.g. "
                 "`acme_[0-9a-f]{16,64}`"
             )
-        rules.append(Rule(name=name, keywords=(), compiled_pattern=compiled, lead=False,
-                          pattern_text=compiled.pattern, flags=compiled.flags))
+        rules.append(Rule(name=name, keywords=(), pattern_text=compiled.pattern,
+                          flags=compiled.flags, lead=False))
     return tuple(rules)
 
