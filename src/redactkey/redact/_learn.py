@@ -1,11 +1,5 @@
-"""Credentials a request sends by name, learned into the run's secrets.
-
-The value of every credential-named header, query parameter and field (`Authorization`,
-`x-api-key`, `?key=`, `"api_key"`, a URL's password) joins the run secrets under the slot
-`learned:<name>`, so an answer that echoes it is redacted like an environment variable's
-value: a key from a config file or a constructor argument is covered too. A `Bearer` /
-`Token` / `Basic` scheme is taken off, a `Basic` credential decoded, and the access key id
-of an AWS SigV4 `Authorization` taken; placeholders and stand-ins are passed over.
+"""Credentials a request sends by name, learned into the run's secrets under the slot
+`learned:<name>` (docs/redaction.md, "Secrets learned from the wire").
 """
 
 from __future__ import annotations

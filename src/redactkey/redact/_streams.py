@@ -1,10 +1,6 @@
-"""Secrets split across the chunks of a stream: the same field of consecutive chunks (two
-SSE deltas of `choices[0].delta.content`) is read as one text.
-
-The pass runs on the original chunks, before each is redacted alone: a key cut in two can
-only be recognised whole. Only spans that cross a chunk boundary are applied here, with
-one placeholder in the piece where the secret starts; the pieces it runs on into lose
-their share, so the pieces joined read like the whole text redacted.
+"""Secrets split across the chunks of a stream: the same field of consecutive chunks is
+read as one text, and only the spans that cross a chunk boundary are applied here
+(docs/decisions/0013-split-secrets-on-original-chunks.md).
 """
 
 from __future__ import annotations

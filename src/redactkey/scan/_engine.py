@@ -1,27 +1,10 @@
 """The scan: every literal of every rule, name and secret found in one pass, then each
-candidate checked on a bounded window around it.
+candidate checked on a bounded window around it, so the work per text is linear
+(docs/decisions/0073-one-linear-scan.md says how and why).
 
-One compiled database (Hyperscan/Vectorscan, in literal mode: its cost is linear in the
-text whatever the literals) holds, for one configuration:
-
-- each rule's keywords (`rules.toml`; caseless where the rule says so);
-- each credential name followed by what can end a key (`_names.Names.marks`), caseless;
-- every encoded variant of every run secret, and the marks of a masked preview.
-
-`Scanner.scan(text)` runs the database once and turns what it found into `Span`s:
-
-- a secret's variant is a span at once;
-- a rule is tried only where one of its keywords occurs, anchored there, on a window no
-  wider than the longest match its pattern allows; a later keyword inside the last match
-  of the same rule is passed over (as `finditer` would);
-- a credential name is tried as the key of a quoted pair, a header line and a query pair,
-  each place once;
-- a masked preview (`sk-…abcd1234`) is compared with the secrets near its mark only.
-
-So the work per text is one pass plus a bounded amount per candidate, and a candidate's
-window ends where a secret's own span starts: two keys glued together are both found in
-the same pass. `scan_many` searches many texts with one call (they are joined with a
-character no literal holds).
+`Scanner.scan(text)` runs one compiled literal database over the text and turns what it
+found into `Span`s; `scan_many` searches many texts with one call (joined with a character
+no literal holds).
 """
 
 from __future__ import annotations

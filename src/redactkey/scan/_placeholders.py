@@ -1,14 +1,6 @@
-"""Values that are already redacted: ours and the placeholder styles other projects use.
-
-A value made only of placeholders (`<OPENAI_API_KEY>`, `[REDACTED]`, `FILTERED`,
-`***`, `XXXX`, `fake-key`, `Bearer <TOKEN>`, `user:[REDACTED]`) is clean: the
-commands that look for secrets pass it over. So is a composite value in which
-every credential part is a placeholder and the rest is fixed syntax, such as an
-AWS SigV4 header `AWS4-HMAC-SHA256 Credential=<AWS_ACCESS_KEY_ID>/20240101/…,
-SignedHeaders=host;x-amz-date, Signature=<AWS_SIGV4_SIGNATURE>`.
-
-Each style in `PLACEHOLDER_STYLES` names a public recording that uses it; the
-tests run every example through `looks_redacted`.
+"""Values that are already redacted (ours and the placeholder styles other projects use),
+which the commands that look for secrets pass over, and keys that are made up: what
+counts and why is docs/decisions/0072-check-placeholders-near-misses-baselines.md.
 """
 
 from __future__ import annotations

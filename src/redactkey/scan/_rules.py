@@ -1,10 +1,6 @@
-"""The detector rules, read from `rules.toml`: one `Rule` per entry, with its examples.
-
-A rule is data: its literals (`keywords`), its pattern (ours, or one of a detect-secrets
-plugin's `denylist`), where its match starts relative to a keyword, the group holding the
-secret, a validator by name, and its own examples and non-examples. The scan
-(`redactkey.scan._engine`) finds every keyword in one pass and tries a rule's pattern
-only at its keywords, on a window no wider than the longest match the pattern allows.
+"""The detector rules, read from `rules.toml` (its header lists the fields): one `Rule` per
+entry, with its examples. Why rules are data and every pattern linear:
+docs/decisions/0070-rules-as-data-and-linear-patterns.md.
 """
 
 from __future__ import annotations
