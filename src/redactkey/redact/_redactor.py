@@ -21,7 +21,7 @@ from .._errors import UsageError, pointer_join
 from ..scan._engine import Scanner, Span
 from ..scan._names import SENSITIVE_KEYS, SENSITIVE_QUERY_KEYS, Names, norm
 from ..scan._placeholders import AUTH_SCHEMES
-from ..scan._rules import DEFAULT_RULES, NEAR_MISS_RULES, Rule, custom_rules
+from ..scan._rules import DEFAULT_RULES, Rule, custom_rules
 from ..secrets._run_secrets import RunSecrets, mask
 from . import _learn, _streams
 from ._findings import Finding, shown_pointer
@@ -328,20 +328,9 @@ class Redactor:
             spans = [s for s in spans if s.end > s.start
                      and not _inside(starts, ends, s.start, s.end)
                      and not self._redacted(text[s.start:s.end])]
-        merged: list[Span] = []
-        for span in sorted(spans, key=lambda s: (s.start, -s.end, s.rule, s.slot or "")):
-            if merged and span.start < merged[-1].end:
-                last = merged[-1]
-                rule, slot = last.rule, last.slot
-                if rule in NEAR_MISS_RULES and span.rule not in NEAR_MISS_RULES:
-                    rule, slot = span.rule, span.slot  # a near miss is the weakest reason
-                if span.end > last.end or rule != last.rule:
-                    merged[-1] = Span(last.start, max(span.end, last.end), rule, slot)
-                continue
-            merged.append(span)
         parts: list[str] = []
         cursor = 0
-        for span in merged:
+        for span in _streams.merged(spans):
             parts.append(text[cursor:span.start])
             parts.append(self._placeholder_for(span.slot if span.slot is not None else span.rule))
             self._note(found, pointer, span.start, span.end, span.rule,

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import pointer_join
 from ..scan._engine import Span
+from ..scan._rules import NEAR_MISS_RULES
 from ._findings import Finding
 
 if TYPE_CHECKING:
     from ._redactor import Redactor
 
-__all__ = ["looks_sse", "nesting_exceeds", "sse_pass", "stream_pass"]
+__all__ = ["looks_sse", "merged", "nesting_exceeds", "sse_pass", "stream_pass"]
 
 _SSE_LINE = re.compile(r"(?m)^data:[ ]?(?P<payload>[^\r\n]*)(?=\r?$)")
 # JSON held in a string is opened only up to this nesting; deeper is scanned as text.
@@ -66,7 +67,7 @@ def stream_pass(redactor: Redactor, chunks: list[Any], pointer: str = "",
         for _, text in pieces:
             bounds.append(offset)
             offset += len(text)
-        crossing = _merged([s for s in redactor._spans(joined)
+        crossing = merged([s for s in redactor._spans(joined)
                             if any(s.start < b < s.end for b in bounds[1:])])
         if not crossing:
             continue
@@ -135,13 +136,17 @@ def sse_pass(redactor: Redactor, texts: list[str], pointer: str = "",
     return out
 
 
-def _merged(spans: list[Span]) -> list[Span]:
-    """Overlapping spans as one each (the first one's rule and label), in order."""
+def merged(spans: list[Span]) -> list[Span]:
+    """Overlapping spans as one each, in order, named by the first one's rule and label
+    unless that is a near miss and a later one's is not (a near miss is the weakest
+    reason)."""
     out: list[Span] = []
     for span in sorted(spans, key=lambda s: (s.start, -s.end, s.rule, s.slot or "")):
         if out and span.start < out[-1].end:
             last = out[-1]
-            out[-1] = Span(last.start, max(last.end, span.end), last.rule, last.slot)
+            stronger = last.rule in NEAR_MISS_RULES and span.rule not in NEAR_MISS_RULES
+            named = span if stronger else last
+            out[-1] = Span(last.start, max(last.end, span.end), named.rule, named.slot)
         else:
             out.append(span)
     return out
