@@ -231,12 +231,9 @@ _TOKEN_SHAPED = re.compile(r"[A-Za-z0-9_\-.+/=~]{8,512}")
 
 
 def made_up(value: str) -> bool:
-    """Whether a key-shaped value is made up rather than issued: after a provider prefix its
-    letters step through the alphabet six or more times running (`aBcDeF`) or a run of its
-    digits does (`123456`), repeats one character six times running or a block of eight characters
-    (`DEADBEEFDEADBEEF`), or spells a fake (`…example…`, `…test`). A key a provider issues is
-    random: any of these in one is a one-in-a-million chance. Only a value shaped like one
-    token is judged (a key inside a text is judged on its own)."""
+    """Whether a value shaped like one token is a made-up key rather than an issued one: its
+    body steps through the alphabet or the digits, repeats a character or a block, or
+    spells a fake (the shapes and their odds: decision 0072)."""
     if _TOKEN_SHAPED.fullmatch(value) is None:
         return False
     body = _body(value)

@@ -14,6 +14,7 @@ import math
 import re
 import string
 import zlib
+from collections import Counter
 from collections.abc import Callable
 
 __all__ = [
@@ -145,11 +146,8 @@ def shannon_entropy(text: str) -> float:
     """Shannon entropy in bits per character."""
     if not text:
         return 0.0
-    counts: dict[str, int] = {}
-    for char in text:
-        counts[char] = counts.get(char, 0) + 1
     n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
 
 
 _TOKENISH = re.compile(r"[A-Za-z0-9+/=_.~\-:]{16,1024}")
