@@ -52,10 +52,12 @@ def credentials_of(redactor: Redactor, request: Any) -> list[tuple[str, str]]:
                 stack.extend((item, depth + 1) for item in reversed(value))
     for text, spans in zip(texts, redactor._scanner().scan_many(texts), strict=True):
         for span in spans:
-            if span.rule == "sensitive-key" and span.slot not in _READ_AS_TEXT:
-                found.append((span.slot or "credential", _unquoted(text[span.start:span.end])))
-            elif span.rule == "url-password":
-                found.append(("url-password", _unquoted(text[span.start:span.end])))
+            # (a credential-named pair's span carries the name as its slot)
+            name = (span.slot or "") if span.rule == "sensitive-key" else span.rule
+            if name == "url-password" or (span.rule == "sensitive-key"
+                                          and name not in _READ_AS_TEXT):
+                value = text[span.start:span.end]
+                found.append((name, unquote(value) if "%" in value else value))
     return found
 
 
@@ -81,10 +83,6 @@ def _string_leaves(value: Any) -> list[str]:
     if isinstance(value, (list, tuple)):
         return [leaf for item in value for leaf in _string_leaves(item)]
     return []
-
-
-def _unquoted(text: str) -> str:
-    return unquote(text) if "%" in text else text
 
 
 def credential_values(value: str) -> list[str]:

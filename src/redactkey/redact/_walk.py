@@ -75,7 +75,6 @@ class Walk:
         # whole is read only by the rules that run across its syntax
         self._documents: list[tuple[Any, Any, Path, bool]] = []
         self._document_texts: list[str] = []
-        self._classes = redactor._names.classes  # name -> class, filled as names are met
 
     def run(self, value: Any, pointer: Path = "") -> Any:
         if type(value) is str:
@@ -139,7 +138,6 @@ class Walk:
 
     def _mapping(self, value: Mapping[Any, Any], path: Path) -> dict[Any, Any]:
         redactor = self.redactor
-        classes = self._classes
         out: dict[Any, Any] = {}
         for key, item in value.items():
             child = (path, key)
@@ -147,9 +145,7 @@ class Walk:
                 self.plain = False
                 out[key] = item if type(item) in _SCALARS else self._value(item, child)
                 continue
-            klass = classes.get(key)
-            if klass is None:
-                klass = redactor.key_class(key)
+            klass = redactor.key_class(key)
             if not key.isascii():
                 self.plain = False
             if klass == 1:
