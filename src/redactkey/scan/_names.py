@@ -10,7 +10,6 @@ by what can end a key, whether a name-value pair stands there (`pair_at`): a quo
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections.abc import Iterable, Iterator
@@ -103,7 +102,19 @@ class Names:
     def marks(self) -> list[tuple[str, bool]]:
         """The literals that announce a pair: every spelling of every name (caseless, `-` or
         `_` between its parts) followed by what can end a key; `(literal, query_only)`."""
-        return _marks(frozenset(self.sensitive), frozenset(self.query - self.sensitive))
+        out: list[tuple[str, bool]] = []
+        for names, ends, only in ((self.sensitive, KEY_ENDS, False),
+                                  (self.query - self.sensitive, ("=",), True)):
+            for name in sorted(names):
+                parts = name.split("-")
+                gaps = len(parts) - 1
+                # (a name of many parts is spelled with one separator throughout)
+                every = (itertools.product("-_", repeat=gaps) if gaps <= 8
+                         else ("-" * gaps, "_" * gaps))
+                for seps in every:
+                    spelled = parts[0] + "".join(map("".join, zip(seps, parts[1:], strict=True)))
+                    out.extend((spelled + end, only) for end in ends)
+        return out
 
     def hints(self) -> list[str]:
         """Literals that announce a credential-ish member name (class 2): each part of
@@ -168,18 +179,3 @@ class Names:
         names = self.query if (before in ("?", "&", ";") or query) else self.sensitive
         if key in names:
             yield Pair(*match.span("val"), key)
-
-
-@functools.lru_cache(maxsize=32)
-def _marks(sensitive: frozenset[str], query_only: frozenset[str]) -> list[tuple[str, bool]]:
-    out: list[tuple[str, bool]] = []
-    for names, ends, only in ((sensitive, KEY_ENDS, False), (query_only, ("=",), True)):
-        for name in sorted(names):
-            parts = name.split("-")
-            gaps = len(parts) - 1
-            # (a name of many parts is spelled with one separator throughout)
-            every = itertools.product("-_", repeat=gaps) if gaps <= 8 else ("-" * gaps, "_" * gaps)
-            for seps in every:
-                spelled = parts[0] + "".join(map("".join, zip(seps, parts[1:], strict=True)))
-                out.extend((spelled + end, only) for end in ends)
-    return out
