@@ -262,12 +262,9 @@ class Redactor:
         generation = secrets.generation if secrets is not None else None
         scan = self._scan
         if scan is None or scan[0] is not generation:
-            if secrets is None:
-                scanner = _scanner_of(self._rules, self._names, (), ())
-            else:
-                scanner = _scanner_of(self._rules, self._names, tuple(secrets.patterns()),
-                                      tuple(secrets.values()))
-            scan = self._scan = (generation, scanner)
+            known = secrets if secrets is not None else RunSecrets({})
+            scan = self._scan = (generation, _scanner_of(
+                self._rules, self._names, tuple(known.patterns()), tuple(known.values())))
         return scan[1]
 
     def _spans(self, text: str, *, query: bool = False) -> list[Span]:
