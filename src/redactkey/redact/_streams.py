@@ -5,6 +5,7 @@ read as one text, and only the spans that cross a chunk boundary are applied her
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -79,7 +80,7 @@ def stream_pass(redactor: Redactor, chunks: list[Any], pointer: str = "",
             tail = [s for s in crossing if s.start < lo < s.end]
             if not local and not tail:
                 continue
-            where = pointer or _pointer_of((index, *path))
+            where = pointer or functools.reduce(pointer_join, (index, *path), "")
             cut = 0
             if tail:  # merged spans: at most one runs on into this piece
                 cut = min(tail[0].end, hi) - lo
@@ -150,13 +151,6 @@ def merged(spans: list[Span]) -> list[Span]:
         else:
             out.append(span)
     return out
-
-
-def _pointer_of(path: tuple[Any, ...]) -> str:
-    pointer = ""
-    for token in path:
-        pointer = pointer_join(pointer, token)
-    return pointer
 
 
 def _leaves(value: Any) -> list[tuple[tuple[Any, ...], str]]:

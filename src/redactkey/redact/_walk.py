@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from collections.abc import Mapping, MutableMapping
@@ -50,10 +51,7 @@ def rendered(path: Path) -> str:
     while isinstance(path, tuple):
         path, token = path
         tokens.append(token)
-    pointer = path
-    for token in reversed(tokens):
-        pointer = pointer_join(pointer, token)
-    return pointer
+    return functools.reduce(pointer_join, reversed(tokens), path)
 
 
 class Walk:
