@@ -244,7 +244,7 @@ class Scanner:
                 if absent[index]:
                     continue
             if rule.lead and start > 0 and start not in ends and _glued_before(
-                    text, start, rule.glue_before):
+                    text, start, rule.lead_glue):
                 continue
             span, reached = self._try(rule, text, start, known_starts, ends)
             if span is not None:

@@ -43,6 +43,12 @@ except ImportError:  # pragma: no cover - Python 3.10
 _FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
+@functools.cache
+def _class_chars(spec: str) -> frozenset[str]:
+    """The characters of a regex character-class body such as `A-Za-z0-9_\\-`."""
+    return frozenset(c for c in map(chr, range(128)) if re.fullmatch(f"[{spec}]", c))
+
+
 @dataclass(frozen=True, eq=False)
 class Rule:
     """One detector, declared once in `rules.toml` (see the field list at its top)."""
@@ -57,7 +63,8 @@ class Rule:
     group: int = 0
     bounded: bool = False
     lead: bool = True
-    lead_glue: str = TOKEN_GLUE
+    lead_glue: frozenset[str] = field(default_factory=lambda: _class_chars(TOKEN_GLUE),
+                                      repr=False)
     validate: Callable[[str], bool] | None = None
     ids: bool = False
     near_miss: bool = False
@@ -80,20 +87,11 @@ class Rule:
         widest: int = _parser.parse(self.regex.pattern, self.regex.flags).getwidth()[1]
         return min(MAX_WIDTH, widest)
 
-    @functools.cached_property
-    def glue_before(self) -> frozenset[str]:
-        return _class_chars(self.lead_glue)
-
     def example_texts(self) -> list[str]:
         return [expand(t, f"{self.name}:{i}") for i, t in enumerate(self.examples)]
 
     def not_example_texts(self) -> list[str]:
         return [expand(t, f"{self.name}:not:{i}") for i, t in enumerate(self.not_examples)]
-
-
-def _class_chars(spec: str) -> frozenset[str]:
-    """The characters of a regex character-class body such as `A-Za-z0-9_\\-`."""
-    return frozenset(c for c in map(chr, range(128)) if re.fullmatch(f"[{spec}]", c))
 
 
 # --- examples ---------------------------------------------------------------------------
@@ -160,7 +158,7 @@ def _rule(entry: Mapping[str, Any]) -> Rule:
         caseless=entry.get("caseless", False), before=entry.get("before", 0),
         group=entry.get("group", 0), bounded=entry.get("bounded", False),
         lead=entry.get("lead", entry.get("before", 0) == 0),
-        lead_glue=entry.get("lead-glue", TOKEN_GLUE),
+        lead_glue=_class_chars(entry.get("lead-glue", TOKEN_GLUE)),
         validate=VALIDATORS[validate] if validate else None,
         ids=entry.get("ids", False), near_miss=entry.get("near-miss", False),
         also=tuple(entry.get("also", ())), across=entry.get("across", False),
