@@ -1,23 +1,12 @@
 """The HTTP document model: requests and responses as JSON documents, for every client.
 
 Pure data code: it imports no HTTP client library, so the vcrpy hooks, the audit and
-every client adapter share it. An adapter keys `request_document(...)` as kind `KIND`
-(the HTTP `KeySpec` decides which fields count); asks `wants_stream` / `refuses_stream`
-of the request and `is_stream_type` of the response whether the answer is a stream;
-stores `response_document(...)`, or `head_document(...)` and `chunk_documents(...)` for
-a stream (one chunk per event, NDJSON line or AWS frame); and replays with `body_bytes`,
-`chunk_bytes` and `stream_bytes`. The record/replay decision itself is
-`redactkey.record._exchange.HttpFixtures`; statuses that `is_environment_failure` are
-never stored.
-
-A response document is small: the status, an allowlist of headers (`RESPONSE_HEADERS`)
-and the body as parsed JSON, text or base64, already decoded from gzip/deflate/br. A
-server-sent-event stream is kept event by event, so its boundaries survive and a
-secret the server split across events can be redacted as one value. What is dropped
-on purpose: every header outside the allowlist, so cookies, request ids, organisation
-and project ids, rate limits, dates, cf-ray and processing times never reach a
-fixture; content-encoding and content-length, because the stored body is already
-decoded.
+every client adapter share it (decision 0080). An adapter keys `request_document(...)`
+as kind `KIND`, asks `wants_stream` / `refuses_stream` / `is_stream_type` whether the
+answer is a stream, stores `response_document(...)`, or `head_document(...)` and
+`chunk_documents(...)` for a stream, and replays with `body_bytes`, `chunk_bytes` and
+`stream_bytes`. What a document holds, and why response headers are an allowlist, is
+decision 0030 (docs/decisions/0030-http-response-document.md).
 """
 
 from __future__ import annotations
@@ -106,11 +95,6 @@ def _mime(content_type: str | None) -> str:
     return (content_type or "").split(";", 1)[0].strip().lower()
 
 
-def _is_json_type(content_type: str | None) -> bool:
-    mime = _mime(content_type)
-    return mime == "application/json" or mime.endswith("+json")
-
-
 _SSE_TYPE: Final = "text/event-stream"
 
 
@@ -170,7 +154,8 @@ def body_document(content_type: str | None, body: bytes) -> dict[str, JSON]:
     """
     if not body:
         return {}
-    if _is_json_type(content_type):
+    mime = _mime(content_type)
+    if mime == "application/json" or mime.endswith("+json"):
         ok, value = _json_value(body)
         if ok:
             return {"json": value}
@@ -403,20 +388,16 @@ def is_ndjson(content_type: str | None) -> bool:
 
 
 def is_stream_type(content_type: str | None) -> bool:
-    """True when a response is a stream by its content type: server-sent events,
-    newline-delimited JSON or AWS event-stream frames. Such a response is passed on as it
-    arrives and stored as chunks, whatever the request asked for."""
+    """True when a response is a stream by its content type (server-sent events,
+    newline-delimited JSON or AWS event-stream frames), whatever the request asked for."""
     mime = _mime(content_type)
     return mime in (_SSE_TYPE, EVENT_STREAM) or mime in _NDJSON_TYPES
 
 
 def wants_stream(document: Mapping[str, JSON]) -> bool:
-    """True when a request document asks for a streamed answer (recorded as chunks).
-
-    A JSON body with ``"stream": true`` (OpenAI, Anthropic and their kin), a query with
-    ``alt=sse`` (Google's generative APIs, which send ``Accept: */*``), or an ``Accept``
-    header naming server-sent events or newline-delimited JSON.
-    """
+    """True when a request document asks for a streamed answer: ``"stream": true`` in a
+    JSON body, ``alt=sse`` in the query or an ``Accept`` naming a stream type (decision
+    0030 says which providers ask each way)."""
     body = document.get("json")
     if isinstance(body, Mapping) and body.get("stream") is True:
         return True
@@ -524,20 +505,7 @@ def chunk_bytes(content_type: str | None, chunk: Mapping[str, JSON]) -> bytes:
 
 def stream_bytes(content_type: str | None, chunks: Iterable[Mapping[str, JSON]]) -> bytes:
     """Stored chunks of a streamed response back as the one body they make on the wire
-    (what `chunk_bytes` gives chunk by chunk, joined): the encoder is chosen once."""
-    if is_event_stream(content_type):
-        events = chunks if type(chunks) is list else list(chunks)
-        dumps = orjson.dumps
-        try:
-            # An event that is its JSON data alone (the common one) is written here, with
-            # no call per event; `event_bytes` writes the others ("data: [DONE]").
-            return b"".join([
-                b"data: " + dumps(event["json"]) + b"\n\n"
-                if len(event) == 1 and "json" in event else event_bytes(event)
-                for event in events
-            ])
-        except TypeError:  # an integer beyond 64 bits, which `event_bytes` can write
-            return b"".join([event_bytes(event) for event in events])
+    (what `chunk_bytes` gives chunk by chunk, joined)."""
     return b"".join([chunk_bytes(content_type, chunk) for chunk in chunks])
 
 
@@ -553,8 +521,7 @@ def event_lines_bytes(lines: bytes) -> bytes | None:
     file holds them in (`ChunkLinesIterator.unread`), without parsing them: when every
     line is an event of JSON data alone (the last may be ``data: [DONE]``), the lines
     are that JSON already, as `stream_bytes` would write it (a float's digits as the
-    writer wrote them). None for anything else
-    (an event with a name, an id or a retry, text data): those are parsed."""
+    writer wrote them). None for anything else (a name, an id, a retry, text data)."""
     tail = b""
     if lines.endswith(_DONE_LINE):
         lines, tail = lines[: -len(_DONE_LINE)], b"data: [DONE]\n\n"
