@@ -341,11 +341,10 @@ class RunSecrets:
             "build it again in each process with collect_run_secrets(...)"
         )
 
-    def __copy__(self) -> RunSecrets:
+    def __copy__(self, memo: Any = None) -> RunSecrets:
         raise UsageError("RunSecrets cannot be copied; share the one instance instead")
 
-    def __deepcopy__(self, memo: Any) -> RunSecrets:
-        raise UsageError("RunSecrets cannot be copied; share the one instance instead")
+    __deepcopy__ = __copy__
 
 
 # --- collecting from components ---------------------------------------------------------
