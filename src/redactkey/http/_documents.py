@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from ..redact._redactor import Redactor
 
 __all__ = [
-    "HOP_HEADERS",
     "KIND",
     "RESPONSE_HEADERS",
     "SSEParser",
@@ -48,10 +47,8 @@ __all__ = [
     "frame_document",
     "head_document",
     "header_items",
-    "is_aws_event_stream",
     "is_environment_failure",
     "is_event_stream",
-    "is_ndjson",
     "is_stream_type",
     "live_headers",
     "refuses_stream",
@@ -104,11 +101,6 @@ def is_event_stream(content_type: str | None) -> bool:
 
 
 _SAFE_RUN: Final = 16  # 2**53 has 16 digits: a shorter integer is exact in JSON
-
-
-def is_aws_event_stream(content_type: str | None) -> bool:
-    """True when a content type announces AWS event-stream frames (Bedrock streams)."""
-    return _mime(content_type) == EVENT_STREAM
 
 
 def _json_value(text: str | bytes) -> tuple[bool, JSON]:
@@ -329,7 +321,7 @@ class SSEParser:
 
 # -- helpers every client adapter needs ------------------------------------------------
 
-HOP_HEADERS: Final = frozenset(
+_HOP_HEADERS: Final = frozenset(
     {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
 )
 """Headers not meaningful once a body is stored decoded (or rebuilt from a fixture)."""
@@ -337,7 +329,7 @@ HOP_HEADERS: Final = frozenset(
 
 def live_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """The headers of a live response passed on with its decoded body (hop headers dropped)."""
-    return [(name, value) for name, value in headers if name.lower() not in HOP_HEADERS]
+    return [(name, value) for name, value in headers if name.lower() not in _HOP_HEADERS]
 
 
 def header_items(headers: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -370,6 +362,7 @@ def decoded_body(data: bytes, encoding: str) -> bytes:
     )
 
 
+# Newline-delimited JSON (Ollama's streams), under each name it goes by.
 _NDJSON_TYPES: Final = frozenset(
     {
         "application/x-ndjson",
@@ -380,11 +373,6 @@ _NDJSON_TYPES: Final = frozenset(
         "application/x-jsonlines",
     }
 )
-
-
-def is_ndjson(content_type: str | None) -> bool:
-    """True when a content type announces newline-delimited JSON (Ollama's streams)."""
-    return _mime(content_type) in _NDJSON_TYPES
 
 
 def is_stream_type(content_type: str | None) -> bool:
@@ -439,9 +427,10 @@ class _Chunker:
 
     def __init__(self, content_type: str | None) -> None:
         self._content_type = content_type
-        self._events = SSEParser() if is_event_stream(content_type) else None
-        self._frames = FrameDecoder() if is_aws_event_stream(content_type) else None
-        self._lines = is_ndjson(content_type)
+        mime = _mime(content_type)
+        self._events = SSEParser() if mime == _SSE_TYPE else None
+        self._frames = FrameDecoder() if mime == EVENT_STREAM else None
+        self._lines = mime in _NDJSON_TYPES
         self._pending = b""  # an NDJSON line not yet ended
         self._held: list[bytes] = []  # any other content, joined at the end
 
@@ -494,11 +483,12 @@ async def achunk_documents(
 def chunk_bytes(content_type: str | None, chunk: Mapping[str, JSON]) -> bytes:
     """One stored chunk of a streamed response back as the bytes sent on the wire (the
     inverse of `chunk_documents`)."""
-    if is_event_stream(content_type):
+    mime = _mime(content_type)
+    if mime == _SSE_TYPE:
         return event_bytes(chunk)
-    if is_ndjson(content_type):
+    if mime in _NDJSON_TYPES:
         return body_bytes(chunk) + b"\n"
-    if is_aws_event_stream(content_type):
+    if mime == EVENT_STREAM:
         return frame_bytes(chunk)
     return body_bytes(chunk)
 
