@@ -38,8 +38,8 @@ class FrameError(ValueError):
     """Bytes that are not a valid event-stream frame (bad length or CRC)."""
 
 
-def _crc(data: bytes, start: int = 0) -> int:
-    return zlib.crc32(data, start) & 0xFFFFFFFF
+def _crc(data: bytes) -> int:
+    return zlib.crc32(data) & 0xFFFFFFFF
 
 
 def _header_value(code: int, data: bytes, at: int) -> tuple[JSON, int]:
