@@ -220,9 +220,8 @@ _FORM: Final = re.compile(r"[^\s&=]+=[^\s&]*(?:&[^\s&=]+=[^\s&]*)*")
 
 
 def _text_meaning(text: str) -> JSONValue:
-    """A text body keyed by what it means: a JSON object or array as its value, a form as
-    its `[name, value]` pairs (percent-decoded, by name; the values of one name keep
-    their order), whatever the content type said; None for any other text."""
+    """A text body keyed by what it means, whatever the content type said (docs/keys.md,
+    the `body` row): a JSON object or array, or a form; None for any other text."""
     if text.lstrip()[:1] in ("{", "["):
         try:
             return {"json": to_json(json.loads(text))}
