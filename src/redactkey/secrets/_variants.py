@@ -1,7 +1,8 @@
 """The forms in which a secret value travels, each of which is searched for.
 
-Raw, JSON-escaped (once and twice, also `\\/`), percent-encoded, and base64 (standard and
-url-safe, padded or not) at every alignment inside a larger base64 blob.
+Raw, JSON-escaped (once and twice, also `\\/`), percent-encoded (quote and quote_plus,
+upper- and lower-case hex), and base64 (standard and url-safe, padded or not) at every
+alignment inside a larger base64 blob.
 """
 
 from __future__ import annotations
@@ -48,9 +49,7 @@ def _json_forms(value: str) -> set[str]:
 
 
 def value_variants(value: str) -> set[str]:
-    """Every form in which `value` can travel: raw, JSON-escaped (also `\\/`),
-    percent-encoded (quote and quote_plus, upper- and lower-case hex), base64 standard and
-    url-safe, padded or not, at all three alignments inside a larger blob."""
+    """Every non-empty form in which `value` can travel (the module docstring lists them)."""
     forms: set[str] = {value}
     forms |= _json_forms(value)
     forms |= _percent_forms(value)
