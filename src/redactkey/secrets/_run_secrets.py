@@ -107,10 +107,7 @@ class RunSecrets:
         self._missing: set[str] = set()
         self._skipped: set[str] = set()
         self._version = 0
-        # Who holds these values: a new object whenever a value is registered, shared by
-        # copies until either side registers one (a `Redactor` shares its automaton
-        # between redactors whose secrets hold the same generation).
-        self._generation = object()
+        self._generation = object()  # (see `generation`)
         # False while the containers above are shared with a copy: copied before a write.
         self._owned = True
         self._lock = threading.Lock()
@@ -218,8 +215,7 @@ class RunSecrets:
     def holds(self, slot: str, value: str) -> bool:
         """Whether `value` is registered under `slot` already (registering it again would
         change nothing)."""
-        known = self._values.get(slot)
-        return known is not None and value in known and slot not in self._missing
+        return value in self._values.get(slot, ())
 
     def _register(self, slot: str, value: str, *, source_hint: str = "its value",
                   keep_stand_in: bool = False) -> None:
@@ -268,7 +264,7 @@ class RunSecrets:
     def generation(self) -> object:
         """An opaque token of the values held: a new one whenever a value is registered,
         the same in a copy until either registers one. Two objects with the same
-        generation hold the same values."""
+        generation hold the same values, so redactors over them share one scan."""
         return self._generation
 
     @property
@@ -333,8 +329,6 @@ class RunSecrets:
     def __repr__(self) -> str:
         return f"RunSecrets(slots={sorted(self._values)!r})"
 
-    __str__ = __repr__
-
     def __reduce__(self) -> Any:
         raise UsageError(
             "RunSecrets cannot be pickled: it would write secret values; "
@@ -387,16 +381,12 @@ def _collect(secrets: RunSecrets, component: object) -> None:
     pairs = declared.items() if isinstance(declared, Mapping) else [
         (slot, None) for slot in declared]
     for slot, source in pairs:
-        _declare_and_read(secrets, slot, source)
-
-
-def _declare_and_read(secrets: RunSecrets, slot: str, source: SecretSource) -> None:
-    secrets.declare(slot, source)  # (which checks both)
-    value = secrets._resolve(slot)
-    if value is None:
-        secrets._mark_missing(slot)
-    else:
-        secrets._register(slot, value)
+        secrets.declare(slot, source)  # (which checks both)
+        value = secrets._resolve(slot)
+        if value is None:
+            secrets._mark_missing(slot)
+        else:
+            secrets._register(slot, value)
 
 
 def _model_prefix(model: BaseModel) -> str:
