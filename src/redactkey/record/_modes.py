@@ -1,12 +1,5 @@
-"""The modes, and the one place a mode is read from the environment.
-
-    live     call the callee; the store is not touched
-    record   call the callee, redact the outcome, write it (a repeat in the same run replays it)
-    replay   read the outcome; never call the callee (it may be None); a miss raises
-    auto     replay on a hit, record on a miss
-    verify   call the callee and compare its answer with the recording by meaning; the
-             store is never written, a drift raises `DriftError`, a miss is only reported
-"""
+"""The modes (their table is in docs/modes.md), and the one place a mode is read from the
+environment."""
 
 from __future__ import annotations
 

@@ -1,20 +1,9 @@
 """The run report: which calls were replayed, recorded or missing, and which files went unused.
 
-`ModelFixtures(..., report=RunReport())` (and `ToolFixtures`) note every call; the
-report is written as JSON for `redact audit` and CI, in the same shape as the
-pytest plugin's report::
-
-    {"version": 1,
-     "replayed": [{"test", "outcome", "kind", "key", "store", "file"}, ...],
-     "recorded": [...], "missing": [...],
-     "unused": ["tests/fixtures/@model.text.<key>.json", ...],
-     "drifted": [{"test", "file", "kind", "key", "differences": [{"pointer", "what"}]}]}
-
-`drifted` holds what verify mode found when the layers were given
-`on_drift=report.drift`; it is written only when something drifted.
-
-Paths inside a written report are relative to the report's own directory (as
-`redact audit --report` resolves them), so reports compare across machines.
+`ModelFixtures(..., report=RunReport())` (and `ToolFixtures`) note every call; the report
+is written as JSON for `redact audit` and CI, in the pytest plugin's shape (docs/modes.md,
+"Run report"; docs/pytest.md, "What was used"). Its paths are relative to the report's own
+directory, as `redact audit --run-report` resolves them, so reports compare across machines.
 """
 
 from __future__ import annotations
