@@ -19,6 +19,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
+from functools import reduce
 from typing import Any, Protocol, cast
 
 from .._errors import RecordedError, StaleFixtureError, StructuredOutputError, UsageError
@@ -175,9 +176,7 @@ class AnswerCodec:
                         key=lambda e: [str(p) for p in e.absolute_path])
         problems = []
         for error in errors:
-            pointer = ""
-            for token in error.absolute_path:
-                pointer = pointer_join(pointer, token)
+            pointer = reduce(pointer_join, error.absolute_path, "")
             message = self.redactor.redact_text(error.message)
             if len(message) > _PROBLEM_CHARS:
                 message = message[: _PROBLEM_CHARS - 1] + "…"
