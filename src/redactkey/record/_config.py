@@ -284,13 +284,12 @@ def _validate(table: Any, source: str, prefix: str) -> Config:
             "(and the 'tool.redactkey.' of sub-tables such as [tool.redactkey.keys.http])"
         )
     try:
-        config = Config.model_validate({**table, "source": source})
+        return Config.model_validate({**table, "source": source})
     except ValidationError as exc:
         problems = "; ".join(
             f"{prefix}{_describe(err)}" if prefix else _describe(err) for err in exc.errors()
         )
         raise ConfigError(source, f"invalid configuration: {problems}") from None
-    return config
 
 
 def load_config_file(path: Path) -> Config:
