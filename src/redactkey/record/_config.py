@@ -42,10 +42,6 @@ _PRIVATE_FILE = ".redactkey.toml"
 T = TypeVar("T")
 
 
-def _kebab(name: str) -> str:
-    return name.replace("_", "-")
-
-
 def _checked(check: Callable[[Any], object], value: T, prefix: str = "") -> T:
     """`value` once `check(value)` passed; its `UsageError` as pydantic's `ValueError`."""
     try:
@@ -59,8 +55,8 @@ class _Model(BaseModel):
     # Each model's validator is built the first time it validates: a run reads one
     # configuration (or none), and building them all costs an import more than that.
     model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=_kebab, populate_by_name=True,
-        defer_build=True,
+        extra="forbid", frozen=True, populate_by_name=True, defer_build=True,
+        alias_generator=lambda name: name.replace("_", "-"),
     )
 
 
