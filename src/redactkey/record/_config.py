@@ -243,10 +243,7 @@ class Config(_Model):
         if not self.allowlist:
             return None
         relative = self._from_config_dir(path)
-        for entry in self.allowlist:
-            if entry.matches(relative, rule, fingerprint):
-                return entry
-        return None
+        return next((e for e in self.allowlist if e.matches(relative, rule, fingerprint)), None)
 
     def _from_config_dir(self, path: str) -> str:
         if self.source is None:
@@ -379,8 +376,7 @@ def _parse_toml(path: Path, source: str) -> dict[str, Any]:
     import tomli  # here: a run without a configuration file never needs a TOML parser
 
     try:
-        table: dict[str, Any] = tomli.loads(text)
-        return table
+        return tomli.loads(text)
     except tomli.TOMLDecodeError as exc:
         raise ConfigError(source, f"not valid TOML: {exc}") from None
     except RecursionError:
