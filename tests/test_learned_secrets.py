@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from mistralai.client import Mistral
 
@@ -177,6 +178,65 @@ _JSON_VALUES = st.recursive(
     ),
     max_leaves=8,
 )
+
+
+class TestLearnedAndKeptAtOnce:
+    """`learn_and_redact_kept(request, part)` learns and hands back what `learn(request)`
+    then `redact_kept(part)` do, walking the members in `part` only when they may send
+    something."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(headers=st.dictionaries(_HEADER_NAMES, _header_values(), max_size=5),
+           body=_JSON_VALUES, echo=st.booleans(),
+           url=st.sampled_from(["https://api.example.com/v1?x=1", "https://h.example/a",
+                                "https://u:{key}@h.example/", "https://h.example/?key={key}"]),
+           counted=st.sampled_from([("method", "url", "json"), ("url", "json", "headers"),
+                                    ("json",), ()]))
+    def test_what_is_learned_and_kept_is_what_the_two_walks_give(
+        self, headers: dict[str, str], body: Any, echo: bool, url: str,
+        counted: tuple[str, ...],
+    ) -> None:
+        key = _key()
+        if echo:  # the key sent by name is echoed in the part that counts
+            headers = {**headers, "authorization": f"Bearer {key}"}
+            body = {"prompt": f"my key is {key}", "rest": body}
+        request = {"method": "POST", "url": url.format(key=key), "headers": headers,
+                   "json": body}
+        part = {name: item for name, item in request.items() if name in counted}
+        ours, theirs = RunSecrets({}), RunSecrets({})
+        at_once, apart = Redactor(ours), Redactor(theirs)
+        kept, canonical = at_once.learn_and_redact_kept(request, part)
+        apart.learn(request)
+        kept_apart, canonical_apart = apart.redact_kept(part)
+        assert ours.values() == theirs.values()
+        assert json.dumps(kept) == json.dumps(kept_apart)
+        assert canonical == canonical_apart
+        assert (kept is part) == (kept_apart is part)
+        if echo and "json" in counted:
+            assert key not in json.dumps(kept)
+
+    def test_a_quiet_part_is_not_walked_to_learn(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A part whose structure and texts send nothing is not walked for credentials;
+        the headers left out of it are, and their key is learned."""
+        from redactkey.redact import _learn
+
+        walked: list[Any] = []
+        credentials_of = _learn.credentials_of
+
+        def counted(redactor: Redactor, value: Any, *args: Any) -> Any:
+            walked.append(value)
+            return credentials_of(redactor, value, *args)
+
+        monkeypatch.setattr(_learn, "credentials_of", counted)
+        key = _key()
+        body = {"model": "m", "messages": [{"role": "user", "content": "a prompt of words"}]}
+        request = {"method": "POST", "url": "https://h.example/v1", "json": body,
+                   "headers": {"host": "h.example", "authorization": f"Bearer {key}"}}
+        part = {name: request[name] for name in ("method", "url", "json")}
+        redactor = Redactor(RunSecrets({}))
+        assert redactor.learn_and_redact_kept(request, part) == (part, True)
+        assert walked == [{"headers": request["headers"]}]
+        assert key not in redactor.redact_text(f"echo {key}")
 
 
 class TestLearn:

@@ -8,7 +8,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -19,7 +19,7 @@ from ._walk import MAX_DEPTH
 if TYPE_CHECKING:
     from ._redactor import Redactor
 
-__all__ = ["credential_values", "credentials_of"]
+__all__ = ["credential_values", "credentials_of", "learn"]
 
 # Credential names whose value is read as a text of pairs, not taken whole as one value.
 _READ_AS_TEXT = ("cookie", "set-cookie")
@@ -28,29 +28,35 @@ _SCHEMED = re.compile(r"^\s*(?P<scheme>[A-Za-z][A-Za-z0-9_\-]{0,20})\s+(?P<cred>
 _SIGV4 = re.compile(r"^\s*AWS4-[A-Z0-9\-]{1,32}\s+Credential=(?P<cred>[^/,\s]{1,256})/")
 
 
-def credentials_of(redactor: Redactor, request: Any) -> list[tuple[str, str]]:
-    """(name, value) of every credential `request` sends by name, in order."""
+def credentials_of(redactor: Redactor, request: Any,
+                   also: Sequence[str] = ()) -> list[tuple[str, str]] | None:
+    """(name, value) of every credential `request` sends by name, in order. The texts
+    `also` are searched in the same search: None comes back when any of them holds a span."""
     found: list[tuple[str, str]] = []
     texts: list[str] = []
     stack: list[tuple[Any, int]] = [(request, 0)]
+    key_class = redactor._names.key_class
     while stack:
         value, depth = stack.pop()
         if isinstance(value, str):
             _text(redactor, value, depth, found, texts, stack)
-        elif isinstance(value, Mapping):
+        elif type(value) is dict or isinstance(value, Mapping):
             for key, item in reversed(list(value.items())):
-                if (isinstance(key, str) and redactor.key_class(key) == 1
+                if (isinstance(key, str) and key_class(key) == 1
                         and norm(key) not in _READ_AS_TEXT):
                     found.extend((key, leaf) for leaf in _string_leaves(item))
-                else:
+                elif type(item) is not str or _may_hold(item):  # (`_text` passes the rest)
                     stack.append((item, depth + 1))
         elif isinstance(value, (list, tuple)):
             if (len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
-                    and redactor.key_class(value[0]) == 1):
+                    and key_class(value[0]) == 1):
                 found.append((value[0], value[1]))
             else:
                 stack.extend((item, depth + 1) for item in reversed(value))
-    for text, spans in zip(texts, redactor._scanner().scan_many(texts), strict=True):
+    scans = redactor._scanner().scan_many([*texts, *also] if also else texts)
+    if any(scans[len(texts):]):
+        return None
+    for text, spans in zip(texts, scans[:len(texts)], strict=True):
         for span in spans:
             # (a credential-named pair's span carries the name as its slot)
             name = (span.slot or "") if span.rule == "sensitive-key" else span.rule
@@ -59,6 +65,10 @@ def credentials_of(redactor: Redactor, request: Any) -> list[tuple[str, str]]:
                 value = text[span.start:span.end]
                 found.append((name, unquote(value) if "%" in value else value))
     return found
+
+
+def _may_hold(text: str) -> bool:
+    return len(text) >= 8 and (text[:1] in ("{", "[") or "=" in text or ":" in text)
 
 
 def _text(redactor: Redactor, text: str, depth: int, found: list[tuple[str, str]],
@@ -107,10 +117,9 @@ def credential_values(value: str) -> list[str]:
     return [credential]
 
 
-def learn(redactor: Redactor, request: Any) -> int:
-    """Take the credentials `request` sends by name into the redactor's run secrets;
-    how many new values were learned."""
-    found = credentials_of(redactor, request)
+def learn(redactor: Redactor, found: list[tuple[str, str]]) -> int:
+    """Take credentials `found` (`credentials_of`) into the redactor's run secrets; how
+    many new values were learned."""
     if not found:
         return 0
     secrets = redactor._own_secrets()

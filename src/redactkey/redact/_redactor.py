@@ -26,7 +26,7 @@ from ..secrets._run_secrets import RunSecrets, mask
 from . import _learn, _streams
 from ._findings import Finding, shown_pointer
 from ._streams import MAX_NESTING, nesting_exceeds
-from ._walk import Walk, take_whole
+from ._walk import Walk, kept_as_is, take_whole
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
@@ -205,12 +205,25 @@ class Redactor:
         that echoes one is redacted like an environment variable's value. Placeholders and
         values shorter than the secrets' minimum length are passed over. Returns how many
         new values were learned."""
-        return _learn.learn(self, request)
+        found = _learn.credentials_of(self, request)
+        return _learn.learn(self, found) if found else 0
 
     def learn_and_redact_kept(self, request: Any, part: Any) -> tuple[Any, bool]:
-        """`learn(request)`, then `redact_kept(part)`."""
-        self.learn(request)
-        return self.redact_kept(part)
+        """`learn(request)`, then `redact_kept(part)`, where `part` holds some members of
+        `request` as they are (`counted_part`). When the structure of `part` changes
+        nothing and one search finds nothing in its texts, `part` sends no credential and
+        comes back as it is: only the other members are walked, to learn what they send
+        (docs/performance.md, "Redacting a request")."""
+        texts: list[str] = []
+        plain = kept_as_is(self, part, texts) if type(part) is dict else None
+        found = None if type(request) is not dict or plain is None else _learn.credentials_of(
+            self, {name: item for name, item in request.items() if name not in part}, texts)
+        if found is None or plain is None:
+            self.learn(request)
+            return self.redact_kept(part)
+        if found and _learn.learn(self, found):
+            return self.redact_kept(part)  # (a value learned now may be echoed in `part`)
+        return part, plain
 
     def redact_stream(self, chunks: Sequence[Any]) -> list[Any]:
         """Redact recorded stream chunks, including secrets split across consecutive chunks:

@@ -33,7 +33,7 @@ from ._findings import Finding, shown_pointer
 if TYPE_CHECKING:
     from ._redactor import Redactor
 
-__all__ = ["MAX_DEPTH", "Path", "Walk", "open_held", "rendered", "take_whole"]
+__all__ = ["MAX_DEPTH", "Path", "Walk", "kept_as_is", "open_held", "rendered", "take_whole"]
 
 # Documents held in strings are opened up to this depth; deeper ones are read as text.
 MAX_DEPTH = 8
@@ -244,6 +244,49 @@ class Walk:
              secret: str) -> None:
         if self.found is not None:
             self.redactor._note(self.found, rendered(path), start, end, rule, slot, secret)
+
+
+def kept_as_is(redactor: Redactor, value: dict[Any, Any], texts: list[str]) -> bool | None:
+    """Whether a `Walk` of `value` keeps it as it is as far as its structure decides: no
+    credential-named member or pair, no random value under a credential-ish name, no string
+    holding a document, only JSON types. The strings and member names the walk would scan
+    go to `texts`; when the scan finds nothing in them either, the walk changes nothing.
+    Returns the walk's `plain`, or None when the structure may change something."""
+    plain = True
+    stack: list[Any] = [value]
+    while stack:
+        container = stack.pop()
+        if type(container) is dict:
+            items: Any = container.items()
+        else:
+            if (len(container) == 2 and type(container[0]) is str
+                    and redactor.key_class(container[0]) == 1):
+                return None
+            items = ((None, item) for item in container)
+        for key, item in items:
+            if key is not None:
+                if type(key) is not str or redactor.key_class(key) == 1:
+                    return None
+                plain &= key.isascii()
+                if len(key) >= 8:
+                    texts.append(key)
+                if (type(item) is str and redactor.key_class(key) == 2 and redactor.detects
+                        and not redactor._redacted(item) and looks_high_entropy(item)):
+                    return None
+            kind = type(item)
+            if kind is str:
+                if len(item) >= 8:
+                    opened, document = open_held(redactor, item, "", None, 0)
+                    if document or opened is not item:
+                        return None
+                    texts.append(item)
+            elif kind is dict or kind is list:
+                stack.append(item)
+            elif kind is float:
+                plain = False
+            elif kind not in _SCALARS:
+                return None
+    return plain
 
 
 # -- documents held in strings, and credential-named values --------------------------------
