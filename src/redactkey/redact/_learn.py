@@ -68,12 +68,13 @@ def credentials_of(redactor: Redactor, request: Any,
 
 
 def _may_hold(text: str) -> bool:
+    """Whether `_text` reads `text`: a document to open, or a text with a pair in it."""
     return len(text) >= 8 and (text[:1] in ("{", "[") or "=" in text or ":" in text)
 
 
 def _text(redactor: Redactor, text: str, depth: int, found: list[tuple[str, str]],
           texts: list[str], stack: list[tuple[Any, int]]) -> None:
-    if len(text) < 8:
+    if not _may_hold(text):
         return
     if text[:1] in ("{", "[") and depth < MAX_DEPTH:
         try:
