@@ -25,6 +25,8 @@ __all__ = ["credential_values", "credentials_of", "learn"]
 _READ_AS_TEXT = ("cookie", "set-cookie")
 _SCHEMED = re.compile(r"^\s*(?P<scheme>[A-Za-z][A-Za-z0-9_\-]{0,20})\s+(?P<cred>\S+)\s*$")
 # AWS SigV4: `AWS4-HMAC-SHA256 Credential=<access key id>/<date>/<region>/<service>/…`
+# Credentials judged by `_learnable`, at most this many remembered.
+_JUDGED = 1024
 _SIGV4 = re.compile(r"^\s*AWS4-[A-Z0-9\-]{1,32}\s+Credential=(?P<cred>[^/,\s]{1,256})/")
 
 
@@ -125,13 +127,25 @@ def learn(redactor: Redactor, found: list[tuple[str, str]]) -> int:
         return 0
     secrets = redactor._own_secrets()
     before = secrets.version
-    for name, value in found:
-        slot = f"learned:{norm(name)}"
-        for credential in credential_values(value):
-            if secrets.holds(slot, credential) or len(credential) < secrets.min_length:
-                continue
-            if looks_redacted(credential, redactor.is_placeholder) or redactor._redacted(
-                    credential):
-                continue
-            secrets.learn(slot, credential)
+    judged = redactor._learnable
+    for pair in found:
+        learnable = judged.get(pair)
+        if learnable is None:
+            learnable = _learnable(redactor, *pair)
+            if len(judged) >= _JUDGED:
+                judged.clear()
+            judged[pair] = learnable
+        for slot, credential in learnable:
+            if not secrets.holds(slot, credential) and len(credential) >= secrets.min_length:
+                secrets.learn(slot, credential)
     return secrets.version - before
+
+
+def _learnable(redactor: Redactor, name: str, value: str) -> tuple[tuple[str, str], ...]:
+    """(slot, credential) of each part of `value` that is no placeholder: what learning it
+    takes, as far as the configuration decides (a request sends the same few credentials
+    on every call, so this is worked out once per value)."""
+    slot = f"learned:{norm(name)}"
+    return tuple((slot, credential) for credential in credential_values(value)
+                 if not looks_redacted(credential, redactor.is_placeholder)
+                 and not redactor._redacted(credential))

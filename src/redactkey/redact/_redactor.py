@@ -109,6 +109,8 @@ class Redactor:
         self._lock = threading.Lock()
         # (the secrets' generation, the scanner over them): rebuilt when a secret is added
         self._scan: tuple[object, Scanner] | None = None
+        # (name, value) sent by a request -> what learning it takes (`_learn.learn`)
+        self._learnable: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}
         if placeholder not in (DEFAULT_PLACEHOLDER, LABELLED_PLACEHOLDER) or extra_patterns:
             for label in ("X", "OPENAI_API_KEY", "authorization"):
                 if self._spans(self._placeholder_for(label), query=True):
