@@ -497,6 +497,41 @@ class TestPlaceholder:
         assert redactor.redact(once) == once
 
 
+class TestQuietTextsRemembered:
+    """A scanner remembers short texts it found literals in but no span; remembering
+    changes no answer."""
+
+    def test_a_remembered_text_is_still_read_as_a_query(self) -> None:
+        """A text quiet as plain text is remembered for plain text only: read as a query
+        its `key=` pair is still found."""
+        scanner = Redactor()._scanner()
+        text = "key=" + "".join(random.choices(string.ascii_letters, k=24))
+        assert scanner.scan(text) == []
+        assert scanner.scan(text) == []
+        assert [span.rule for span in scanner.scan(text, query=True)] == ["sensitive-key"]
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.sampled_from([
+        "https://example.com/v1/chat", "postgres://app:{k}@db/app", "api_key={k}",
+        "Authorization: Bearer {k}", "key={k}", "tokens", "passage", "{k}", "auth: x",
+        "see {gh}", "https://h/x?api_key={k}", "100%25 sure",
+    ]), min_size=1, max_size=12), st.booleans())
+    def test_spans_are_those_of_a_scanner_that_remembers_nothing(
+        self, picked: list[str], query: bool,
+    ) -> None:
+        """The same texts scanned again, by a scanner that has remembered some of them,
+        give the spans a fresh scanner gives."""
+        texts = [text.replace("{k}", TOKEN).replace("{gh}", GH) for text in picked]
+        redactor = Redactor()
+        shared = redactor._scanner()
+        first = shared.scan_many(texts, query=query)
+        fresh = Scanner(shared.rules, shared.names)
+        assert shared.scan_many(texts, query=query) == first
+        assert fresh.scan_many(texts, query=query) == first
+        assert shared.scan_many(list(reversed(texts)), query=not query) == (
+            fresh.scan_many(list(reversed(texts)), query=not query))
+
+
 class TestBuiltOnce:
     """What does not change between redactors is compiled once and shared."""
 

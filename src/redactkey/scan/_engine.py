@@ -48,6 +48,11 @@ _BLOB = re.compile(r"(?:data:[\w/+.\-]+;base64,)?[A-Za-z0-9+/_\-]{256,}={0,2}")
 # Only escapes of ASCII characters are decoded: each is one character of the view.
 _PCT = re.compile(r"%([0-7][0-9A-Fa-f])")
 _SEP = b"\x00"  # between joined texts: no literal holds it
+# Short texts a search found literals in but no span (a URL's `://`, a header line): a
+# run sends the same few on every call, so each scanner remembers this many of them
+# (under 200 KB a scanner; a run keeps at most 64 scanners).
+_QUIET_LENGTH = 256
+_QUIET = 512
 # A hit is one int, not a tuple: a line that yields a literal every three bytes yields a
 # million of them per 3 MB (as tuples ~300 MB at once, packed ~90 MB). The search gives
 # `end << _ID | literal` (bytes); `_as_chars` gives `start << _AT | length << _ID | literal`
@@ -141,6 +146,7 @@ class Scanner:
         self._db = _compiled(literals)
         # (a rule without keywords reads every text)
         self._always = [i for i, rule in enumerate(self.rules) if not rule.keywords]
+        self._quiet: dict[tuple[str, bool], None] = {}
 
     # -- searching ----------------------------------------------------------------------
 
@@ -174,13 +180,23 @@ class Scanner:
                 found.setdefault(index, []).append((end - starts[index]) << _ID | hit & _LOW)
         del hits
         out: list[list[Span]] = []
+        quiet = self._quiet
         for index, text in enumerate(texts):
             raw = found.pop(index, None)
             if raw is None and not self._always and "%" not in text:
                 out.append([])
                 continue
+            short = len(text) <= _QUIET_LENGTH
+            if short and (text, query) in quiet:
+                out.append([])
+                continue
             # (one reference to each list of hits at a time: each goes when it is used)
-            out.append(self._spans(text, _as_chars(text, encoded[index], raw, lengths), query))
+            spans = self._spans(text, _as_chars(text, encoded[index], raw, lengths), query)
+            if short and not spans:
+                if len(quiet) >= _QUIET:
+                    quiet.clear()
+                quiet[text, query] = None
+            out.append(spans)
         return out
 
     def _spans(self, text: str, hits: list[int], query: bool, *, view: bool = False
