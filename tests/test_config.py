@@ -196,6 +196,21 @@ class TestKeySpecSettings:
         assert not config.key_spec("chat").counts("temperature")
         assert config.key_spec("text") == Config().key_spec("text")
 
+    def test_what_a_configuration_derives_follows_its_own_settings(self) -> None:
+        """Key specs, verify rules and answer normalizers are worked out once per
+        configuration; a configuration made from another with more hosts derives its own."""
+        config = Config.model_validate({"verify": {"ignore": ["/id"]},
+                                        "answers": {"drop": ["/created"]}})
+        before = config.key_spec("http")
+        assert config.key_spec("http") is before
+        assert config.verify.rules() is config.verify.rules()
+        assert config.answers.normalizers() is config.answers.normalizers()
+        aliased = config.with_hosts({"127.0.0.1:8765": "api.openai.com"})
+        assert aliased.key_spec("http") != before
+        assert dict(aliased.key_spec("http").hosts) == {"127.0.0.1:8765": "https://api.openai.com"}
+        assert list(aliased.verify.rules().ignore) == ["/id"]
+        assert not Config().verify.rules().ignore
+
     def test_unknown_key_setting_is_named(self, tmp_path: Path) -> None:
         """A misspelt key-spec setting names its table."""
         path = tmp_path / ".redactkey.toml"

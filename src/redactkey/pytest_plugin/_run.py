@@ -155,6 +155,7 @@ class Shared:
             template = Redactor(run, placeholder=project.placeholder,
                                 sensitive_keys=project.sensitive_keys,
                                 extra_patterns=project.extra_patterns())
+            template._scanner()  # (once: each test's redactor starts from this scan)
             self._redactors = (run, template)
         return self._redactors[1].over(secrets)
 

@@ -9,6 +9,7 @@ found means defaults.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 import stat
@@ -141,7 +142,11 @@ class VerifySettings(_Model):
         return value
 
     def rules(self) -> VerifyRules:
-        """These settings as `VerifyRules`."""
+        """These settings as `VerifyRules` (one object: the settings are frozen)."""
+        return self._rules
+
+    @functools.cached_property
+    def _rules(self) -> VerifyRules:
         from ..fixtures._verify import VerifyRules
 
         return VerifyRules(ignore=self.ignore, exact=self.exact, rel_tol=self.rel_tol,
@@ -166,7 +171,12 @@ class AnswerSettings(_Model):
         return _checked(lambda pointers: PinFields(*pointers), value)
 
     def normalizers(self) -> tuple[AnswerNormalizer, ...]:
-        """The answer normalizers these settings describe: presets, then pin, then drop."""
+        """The answer normalizers these settings describe: presets, then pin, then drop
+        (built once: the settings are frozen, the normalizers hold no state)."""
+        return self._normalizers
+
+    @functools.cached_property
+    def _normalizers(self) -> tuple[AnswerNormalizer, ...]:
         out: list[AnswerNormalizer] = [preset(name) for name in self.presets]
         if self.pin:
             out.append(PinFields(*self.pin))
@@ -227,7 +237,21 @@ class Config(_Model):
         return {spec.name: spec.compiled() for spec in self.detectors}
 
     def key_spec(self, kind: str) -> KeySpec:
-        """The key spec for `kind`: the default spec with `[tool.redactkey.keys.<kind>]` applied."""
+        """The key spec for `kind`: the default spec with `[tool.redactkey.keys.<kind>]` applied
+        (worked out once per kind: the settings and the specs are frozen)."""
+        specs = self._key_specs
+        spec = specs.get(kind)
+        if spec is None:
+            spec = self._key_spec(kind)
+            if len(specs) < 1024:
+                specs[kind] = spec
+        return spec
+
+    @functools.cached_property
+    def _key_specs(self) -> dict[str, KeySpec]:
+        return {}
+
+    def _key_spec(self, kind: str) -> KeySpec:
         spec = default_spec(kind)
         if self.hosts and spec.shape == "http":
             spec = spec.with_hosts(self.hosts)
