@@ -23,6 +23,11 @@ Every process loads bytecode compiled once into the temporary directory, as an i
 package does (`PYTHONPYCACHEPREFIX`), so a process does not compile redactkey's sources
 again; `--no-bytecode` compiles them in every process (`PYTHONDONTWRITEBYTECODE=1` with
 an editable install), which adds the compile time of the sources to the fixed cost.
+
+`--in-process` instead runs the plugin's and the disabled sessions by turns in this one
+process (`pytest.main`, imports warmed by a first round), best of `--rounds`: without
+process start-up and imports, and with less noise than fresh processes (a yardstick for
+a change, read before and after it; the target stays on the figure above).
 """
 
 from __future__ import annotations
@@ -116,12 +121,49 @@ def _pytest(root: Path, *args: str, bytecode: Path | None) -> tuple[float, float
     return elapsed, _cpu() - cpu, float((probe / f"{root.name}.gc").read_text())
 
 
+def _in_process(plugin: Path, disabled: Path, tests: int, rounds: int) -> None:
+    """Plugin and disabled sessions by turns in this process; prints the added CPU time
+    per test, best of `rounds` after a first, warming round."""
+    import contextlib
+    import gc
+    import io
+
+    import pytest
+
+    common = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly"]
+    sessions = {"plugin": (plugin, [*common, "--redactkey-mode=replay", str(plugin)]),
+                "disabled": (disabled, [*common, "-p", "no:redactkey", str(disabled)])}
+    best = dict.fromkeys(sessions, float("inf"))
+    here = Path.cwd()
+    try:
+        for turn in range(rounds + 1):
+            for name in (sessions if turn % 2 else reversed(sessions)):
+                root, args = sessions[name]
+                os.chdir(root)
+                gc.collect()
+                started = time.process_time()
+                with contextlib.redirect_stdout(io.StringIO()):
+                    code = pytest.main(args)
+                spent = time.process_time() - started
+                if code != 0:
+                    sys.exit(f"pytest failed in {root} (exit {code})")
+                if turn:
+                    best[name] = min(best[name], spent)
+    finally:
+        os.chdir(here)
+    added = (best["plugin"] - best["disabled"]) / tests * 1000
+    print(f"in process, best of {rounds}: plugin {best['plugin']:.2f} CPU-s, disabled "
+          f"{best['disabled']:.2f} CPU-s, added {added:.3f} ms per test")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tests", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-bytecode", action="store_true",
                         help="compile redactkey's sources in every process")
+    parser.add_argument("--in-process", action="store_true",
+                        help="sessions by turns in this process (see the module docstring)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         bytecode = None if args.no_bytecode else Path(tmp) / "bytecode"
@@ -131,10 +173,16 @@ def main() -> int:
         (Path(tmp) / "probe" / "bench_gc_probe.py").write_text(GC_PROBE)
         for root in (plugin, disabled):
             root.mkdir()
-            (root / "test_calls.py").write_text(TESTS.format(count=args.tests))
+            # (named apart: in one process the two sessions' modules must not collide)
+            (root / f"test_calls_{root.name}.py").write_text(TESTS.format(count=args.tests))
             (root / "pytest.ini").write_text("[pytest]\n")
         (disabled / "conftest.py").write_text(DISABLED_CONFTEST)
         _pytest(plugin, "--redactkey-mode=record", bytecode=bytecode)
+        if args.in_process:
+            os.environ.pop("REDACTKEY_MODE", None)
+            os.environ.pop("REDACTKEY_MODEL_MODE", None)
+            _in_process(plugin, disabled, args.tests, args.rounds)
+            return 0
         _pytest(disabled, "-p", "no:redactkey", bytecode=bytecode)  # compiles its modules
         runs = {(name, one): [float("inf"), float("inf"), float("inf")]
                 for name in ("plugin", "disabled") for one in (False, True)}
@@ -142,7 +190,7 @@ def main() -> int:
             for (name, one), best in runs.items():
                 root, option = ((disabled, "-p no:redactkey") if name == "disabled"
                                 else (plugin, "--redactkey-mode=replay"))
-                chosen = ["test_calls.py::test_call[0]"] if one else []
+                chosen = [f"test_calls_{root.name}.py::test_call[0]"] if one else []
                 for i, seconds in enumerate(_pytest(root, *option.split(), *chosen,
                                                     bytecode=bytecode)):
                     best[i] = min(best[i], seconds)
