@@ -139,7 +139,10 @@ def _cpu_run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return cpu, wall, proc.stdout, proc.returncode
 
 
-_PROGRAM = "import sys; from redactkey.commands._cli import main; sys.exit(main(sys.argv[1:]))"
+# (`redactkey._cli` before the package was laid out in stages)
+_PROGRAM = ("import sys\ntry:\n    from redactkey.commands._cli import main\n"
+            "except ImportError:\n    from redactkey._cli import main\n"
+            "sys.exit(main(sys.argv[1:]))")
 
 
 def _jobs_args(env: dict[str, str], jobs: int) -> list[str]:
@@ -163,8 +166,12 @@ def _versus_baseline(root: Path, env: dict[str, str], mb: float, baseline: Path,
     ours: list[float] = []
     theirs: list[float] = []
     for _ in range(rounds):
-        theirs.append(_cpu_run(base_args, root, base_env)[0])
-        ours.append(_cpu_run(our_args, root, env)[0])
+        for args, run_env, times in ((base_args, base_env, theirs), (our_args, env, ours)):
+            cpu, _, out, code = _cpu_run(args, root, run_env)
+            if code not in (0, 1) or not out.startswith("{"):
+                sys.exit(f"redact check from {run_env.get('PYTHONPATH') or 'this tree'} "
+                         f"exited {code}: a failed run is no throughput")
+            times.append(cpu)
     best_ours, best_theirs = min(ours), min(theirs)
     print(f"baseline {baseline}: best of {rounds}: {mb / best_theirs:.2f} MB/CPU-s; "
           f"this tree: {mb / best_ours:.2f} MB/CPU-s; "
