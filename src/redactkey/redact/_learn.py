@@ -25,9 +25,9 @@ __all__ = ["credential_values", "credentials_of", "learn"]
 _READ_AS_TEXT = ("cookie", "set-cookie")
 _SCHEMED = re.compile(r"^\s*(?P<scheme>[A-Za-z][A-Za-z0-9_\-]{0,20})\s+(?P<cred>\S+)\s*$")
 # AWS SigV4: `AWS4-HMAC-SHA256 Credential=<access key id>/<date>/<region>/<service>/…`
-# Credentials judged by `_learnable`, at most this many remembered.
-_JUDGED = 1024
 _SIGV4 = re.compile(r"^\s*AWS4-[A-Z0-9\-]{1,32}\s+Credential=(?P<cred>[^/,\s]{1,256})/")
+# Sent values whose judgement (`_learnable`) a redactor remembers, at most.
+_JUDGED = 1024
 
 
 def credentials_of(redactor: Redactor, request: Any,
