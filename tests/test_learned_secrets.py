@@ -238,6 +238,19 @@ class TestLearnedAndKeptAtOnce:
         assert walked == [{"headers": request["headers"]}]
         assert key not in redactor.redact_text(f"echo {key}")
 
+    @pytest.mark.parametrize("part", [
+        {None: "a text of words"}, {"messages": [{None: "a text of words"}]},
+        {"n": [None, "a text of words"]},
+    ])
+    def test_a_member_that_is_no_name_is_judged_as_the_walk_judges_it(
+        self, part: dict[Any, Any],
+    ) -> None:
+        """A member named by no string (None, say) is not mistaken for an item of a list:
+        the part comes back as `redact_kept` gives it, plain or not."""
+        request = {"headers": {"host": "h.example"}, **part}
+        at_once = Redactor(RunSecrets({})).learn_and_redact_kept(request, part)
+        assert at_once == Redactor(RunSecrets({})).redact_kept(part)
+
 
 class TestLearn:
     """`Redactor.learn` takes credentials by name from a request."""

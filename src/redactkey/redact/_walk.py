@@ -246,6 +246,9 @@ class Walk:
             self.redactor._note(self.found, rendered(path), start, end, rule, slot, secret)
 
 
+_ITEM: Any = object()  # (`kept_as_is`: the place of a list item's member name)
+
+
 def kept_as_is(redactor: Redactor, value: dict[Any, Any], texts: list[str]) -> bool | None:
     """Whether a `Walk` of `value` keeps it as it is as far as its structure decides: no
     credential-named member or pair, no random value under a credential-ish name, no string
@@ -262,15 +265,16 @@ def kept_as_is(redactor: Redactor, value: dict[Any, Any], texts: list[str]) -> b
             if (len(container) == 2 and type(container[0]) is str
                     and redactor.key_class(container[0]) == 1):
                 return None
-            items = ((None, item) for item in container)
+            items = ((_ITEM, item) for item in container)
         for key, item in items:
-            if key is not None:
-                if type(key) is not str or redactor.key_class(key) == 1:
+            if key is not _ITEM:
+                klass = redactor.key_class(key) if type(key) is str else 1
+                if klass == 1:  # (a member named by no string is no plain JSON either)
                     return None
                 plain &= key.isascii()
                 if len(key) >= 8:
                     texts.append(key)
-                if (type(item) is str and redactor.key_class(key) == 2 and redactor.detects
+                if (klass == 2 and type(item) is str and redactor.detects
                         and not redactor._redacted(item) and looks_high_entropy(item)):
                     return None
             kind = type(item)
